@@ -1,0 +1,48 @@
+"""deepbandits: neural contextual bandits, centred on Neural-σ²-LinUCB.
+
+Quick start::
+
+    import deepbandits as db
+    env = db.make_env("h1", seed=0)
+    policy = db.make_policy("neural-sigma2-linucb", seed=0)
+    result = db.run(policy, env, T=2000)
+"""
+
+from deepbandits._version import __version__
+from deepbandits.envs import Environment, Round, SyntheticEnv, env_names, make_env
+from deepbandits.experiments import RunResult, run
+from deepbandits.linalg import RidgeState
+from deepbandits.policies import (
+    LinUCB,
+    NeuralLinearBandit,
+    NeuralLinGreedy,
+    NeuralLinUCB,
+    NeuralSigma2LinUCB,
+    Policy,
+    Sigma2LinUCB,
+    load_policy,
+    make_policy,
+    policy_names,
+)
+
+__all__ = [
+    "Environment",
+    "LinUCB",
+    "NeuralLinGreedy",
+    "NeuralLinUCB",
+    "NeuralLinearBandit",
+    "NeuralSigma2LinUCB",
+    "Policy",
+    "RidgeState",
+    "Round",
+    "RunResult",
+    "Sigma2LinUCB",
+    "SyntheticEnv",
+    "__version__",
+    "env_names",
+    "load_policy",
+    "make_env",
+    "make_policy",
+    "policy_names",
+    "run",
+]

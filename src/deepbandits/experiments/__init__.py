@@ -1,0 +1,5 @@
+"""Running policies on environments, and comparing them."""
+
+from deepbandits.experiments.runner import COLUMNS, RunResult, run
+
+__all__ = ["COLUMNS", "RunResult", "run"]

@@ -1,0 +1,152 @@
+"""Play a policy against an environment and record every round (Section 3's protocol).
+
+The per-round record (:data:`COLUMNS`) is returned as a DataFrame and saved as CSV next to a JSON
+file holding the exact configuration (policy and environment parameters, T, seed, versions).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from deepbandits._validation import check_int
+from deepbandits._version import __version__
+from deepbandits.envs.base import Environment
+from deepbandits.policies.base import Policy
+
+#: Columns of a run's record, one row per round.
+COLUMNS: dict[str, str] = {
+    "t": "round, 1-based",
+    "arm": "index of the arm played",
+    "reward": "observed reward r_t",
+    "expected_reward": "h(x_t,a_t), the expected reward of the arm played",
+    "regret": "pseudo-regret max_a h(x_t,a) - h(x_t,a_t) of the round",
+    "cum_regret": "cumulative pseudo-regret up to and including round t",
+    "sigma2_oracle": "the environment's true noise variance Var(r_t)",
+    "sigma2_used": "sigma-bar^2_t, the variance that weighted the ridge update (1 when unweighted)",
+    "sigma2_hat": "Eq. 13 estimate (b - mu)(mu - a) before flooring; NaN when not estimated",
+    "mean": "predicted mean theta^T phi(x_t,a_t) of the arm played, before the update",
+    "width": "exploration width ||phi(x_t,a_t)||_{A^-1} of the arm played, before the update",
+    "time_select": "seconds spent in select()",
+    "time_update": "seconds spent in update(), network training excluded",
+    "time_train": "seconds spent training the network in this round's update()",
+}
+
+
+@dataclass
+class RunResult:
+    """A finished run: the per-round ``records`` and the ``config`` that produced them."""
+
+    records: pd.DataFrame
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final_regret(self) -> float:
+        return float(self.records["cum_regret"].iloc[-1])
+
+    def save(self, stem: str | Path) -> tuple[Path, Path]:
+        """Write ``<stem>.csv`` (records) and ``<stem>.json`` (configuration); return both paths."""
+        stem = Path(stem)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        csv_path, json_path = stem.with_suffix(".csv"), stem.with_suffix(".json")
+        tmp = csv_path.with_suffix(".csv.tmp")
+        self.records.to_csv(tmp, index=False)
+        tmp.replace(csv_path)
+        json_path.write_text(json.dumps(self.config, indent=2, default=str))
+        return csv_path, json_path
+
+    @classmethod
+    def load(cls, stem: str | Path) -> RunResult:
+        stem = Path(stem)
+        records = pd.read_csv(stem.with_suffix(".csv"))
+        config = json.loads(stem.with_suffix(".json").read_text())
+        return cls(records, config)
+
+
+def run(
+    policy: Policy,
+    env: Environment,
+    T: int,
+    seed: int | None = None,
+    *,
+    progress: bool = False,
+) -> RunResult:
+    """Play ``T`` rounds of ``policy`` on ``env`` and record each (see :data:`COLUMNS`).
+
+    With ``seed``, both are reset first (``env.reset(seed)``, ``policy.reset(seed)``), so one
+    seed fixes the whole trajectory. The environment's oracle σ²ₜ is passed to ``update`` each
+    round, and so is its declared reward range unless the policy was given one.
+    """
+    T = check_int(T, "T", minimum=1)
+    if seed is not None:
+        env.reset(seed)
+        policy.reset(seed)
+    pass_range = policy.get_params().get("reward_range") is None
+    out = {name: np.empty(T) for name in COLUMNS}
+    out["arm"] = np.empty(T, dtype=np.int64)
+    started = datetime.now(UTC).isoformat()
+    wall = time.perf_counter()
+    cum = 0.0
+    for i in tqdm(range(T), disable=not progress, desc=type(policy).__name__, leave=False):
+        rnd = env.next_round()
+        t0 = time.perf_counter()
+        arm = policy.select(rnd.contexts)
+        t1 = time.perf_counter()
+        sel = policy.last_selection_
+        reward = env.reward(arm)
+        t2 = time.perf_counter()
+        policy.update(
+            rnd.contexts,
+            arm,
+            reward,
+            sigma2=rnd.sigma2,
+            reward_range=rnd.reward_range if pass_range else None,
+        )
+        t3 = time.perf_counter()
+        info = policy.last_update_
+        expected = rnd.expected_rewards
+        regret = float(expected.max() - expected[arm])
+        cum += regret
+        train = info.get("train_seconds", 0.0)
+        out["t"][i] = i + 1
+        out["arm"][i] = arm
+        out["reward"][i] = reward
+        out["expected_reward"][i] = expected[arm]
+        out["regret"][i] = regret
+        out["cum_regret"][i] = cum
+        out["sigma2_oracle"][i] = rnd.sigma2
+        out["sigma2_used"][i] = info.get("sigma2", np.nan)
+        out["sigma2_hat"][i] = info.get("sigma2_hat", np.nan)
+        out["mean"][i] = sel["mean"][arm] if sel else np.nan
+        out["width"][i] = sel["width"][arm] if sel else np.nan
+        out["time_select"][i] = t1 - t0
+        out["time_update"][i] = t3 - t2 - train
+        out["time_train"][i] = train
+    records = pd.DataFrame(out)
+    records["t"] = records["t"].astype(np.int64)
+    config = {
+        "library": "deepbandits",
+        "version": __version__,
+        "policy": {"class": type(policy).__name__, "params": policy.get_params()},
+        "env": {"class": type(env).__name__, "params": env.get_params()},
+        "T": T,
+        "seed": seed,
+        "started": started,
+        "wall_seconds": time.perf_counter() - wall,
+        "final_regret": float(cum),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": torch.__version__,
+        "columns": COLUMNS,
+    }
+    return RunResult(records, config)

@@ -1,0 +1,67 @@
+"""Closed-form quantities of the paper, as pure functions.
+
+Equation numbers refer to Bui et al., "Variance-Aware Linear UCB with Deep Representation for
+Neural Contextual Bandits" (the LaTeX source in ``shared/paper``): Eq. 10 is the weighted ridge
+statistics (``eq:a_t_b_t_ours``), Eq. 13 the variance bound estimate (``eq:est_sigma``), Eq. 14
+the Gaussian likelihood loss (``eq:MLE``); Theorem 4.1 gives the exploration rate alpha_t.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+def variance_floor(R: float, d: int) -> float:
+    """The floor R²/d of σ̄² = max(σ², R²/d) (Eq. 9, Algorithm 1 line 11)."""
+    return R * R / d
+
+
+def floored_variance(sigma2: ArrayLike, R: float, d: int) -> NDArray[np.float64]:
+    """σ̄² = max(σ², R²/d), the proxy variance that weights each ridge observation (Eq. 9–10)."""
+    return np.maximum(np.asarray(sigma2, dtype=np.float64), variance_floor(R, d))
+
+
+def range_variance_bound(mean: ArrayLike, a: float, b: float) -> NDArray[np.float64]:
+    """σ̂² = (b − μ̂)(μ̂ − a), the variance bound of a reward in [a, b] with mean μ̂ (Eq. 13).
+
+    Theorem 3.2: a random variable confined to [a, b] with mean μ has variance at most
+    (b − μ)(μ − a). The value is negative when μ̂ falls outside [a, b]; the floor of
+    :func:`floored_variance` is always applied after it.
+    """
+    mu = np.asarray(mean, dtype=np.float64)
+    return (b - mu) * (mu - a)
+
+
+def theory_alpha(
+    t: int,
+    *,
+    d: int,
+    sigma2_bar: float,
+    lam: float = 1.0,
+    delta: float = 0.05,
+    M: float = 1.0,
+    R: float = 1.0,
+    H: int = 100,
+    K: int = 4,
+) -> float:
+    """Exploration rate α_t of Theorem 4.1.
+
+    α_t = 8 √(d log(1 + t d log(HK) / (σ̄_t² d λ)) · log(4t²/δ)) + 4 R/σ̄_t · log(4t²/δ) + √λ M.
+    """
+    t = max(int(t), 1)
+    log_term = math.log(4.0 * t * t / delta)
+    inner = 1.0 + t * d * math.log(max(H * K, 2)) / (sigma2_bar * d * lam)
+    sigma_bar = math.sqrt(sigma2_bar)
+    return 8.0 * math.sqrt(d * math.log(inner) * log_term) + 4.0 * R / sigma_bar * log_term + (
+        math.sqrt(lam) * M
+    )
+
+
+def gaussian_nll(residual: ArrayLike, variance: ArrayLike) -> NDArray[np.float64]:
+    """Per-sample Gaussian negative log-likelihood ½ log(2π v) + r²/(2v) (the summand of Eq. 14)."""
+    v = np.asarray(variance, dtype=np.float64)
+    r = np.asarray(residual, dtype=np.float64)
+    return 0.5 * np.log(2.0 * np.pi * v) + r * r / (2.0 * v)

@@ -1,0 +1,118 @@
+"""Weighted ridge regression statistics, batched over heads (Eq. 5 and Eq. 10).
+
+One :class:`RidgeState` holds ``n_heads`` independent ridge regressions of the same dimension:
+a single head is the shared-θ LinUCB of the paper (one A for all arms); ``n_heads = K`` is the
+disjoint variant of Li et al. (2010), one A and b per arm. Everything is float64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[np.float64]
+
+
+def sherman_morrison_update(A_inv: Array, x: Array, weight: float) -> Array:
+    """Inverse of ``A + weight · x xᵀ`` from ``A⁻¹`` (Sherman–Morrison), for symmetric ``A``."""
+    Ax = A_inv @ x
+    return A_inv - np.outer(Ax, Ax) * (weight / (1.0 + weight * float(x @ Ax)))
+
+
+class RidgeState:
+    """Statistics A = λI + Σ wᵢ φᵢφᵢᵀ, b = Σ wᵢ rᵢ φᵢ and θ = A⁻¹b of a weighted ridge (Eq. 10).
+
+    With unit weights this is the ordinary ridge of OFUL/LinUCB (Eq. 5); with
+    ``wᵢ = 1/σ̄ᵢ²`` it is the variance-weighted ridge of Eq. 9.
+
+    Parameters
+    ----------
+    dim : int
+        Feature dimension.
+    n_heads : int, default=1
+        Number of independent regressions (1 = shared θ; K = one per arm).
+    lam : float, default=1.0
+        Ridge regulariser λ > 0.
+    refresh_every : int, default=500
+        A⁻¹ is maintained by rank-one Sherman–Morrison updates; every ``refresh_every`` updates of
+        a head its inverse is recomputed exactly from A, which bounds the floating-point drift.
+    """
+
+    def __init__(self, dim: int, n_heads: int = 1, lam: float = 1.0, refresh_every: int = 500):
+        if dim < 1 or n_heads < 1:
+            raise ValueError(f"RidgeState needs dim >= 1 and n_heads >= 1, got {dim}, {n_heads}")
+        if not lam > 0:
+            raise ValueError(f"lam must be > 0, but {lam!r} is given")
+        self.dim = int(dim)
+        self.n_heads = int(n_heads)
+        self.lam = float(lam)
+        self.refresh_every = int(refresh_every)
+        eye = np.eye(self.dim)
+        self.A = np.repeat(eye[None] * self.lam, self.n_heads, axis=0)
+        self.A_inv = np.repeat(eye[None] / self.lam, self.n_heads, axis=0)
+        self.b = np.zeros((self.n_heads, self.dim))
+        self.theta = np.zeros((self.n_heads, self.dim))
+        self.n_updates = np.zeros(self.n_heads, dtype=np.int64)
+
+    def update(self, x: Array, reward: float, weight: float = 1.0, head: int = 0) -> None:
+        """Add one observation ``(x, reward)`` with weight ``weight`` to head ``head``."""
+        self.A[head] += weight * np.outer(x, x)
+        self.b[head] += (weight * reward) * x
+        self.n_updates[head] += 1
+        if self.n_updates[head] % self.refresh_every == 0:
+            self.A_inv[head] = np.linalg.inv(self.A[head])
+        else:
+            self.A_inv[head] = sherman_morrison_update(self.A_inv[head], x, weight)
+        self.theta[head] = self.A_inv[head] @ self.b[head]
+
+    def refit(self, X: Array, rewards: Array, weights: Array, heads: NDArray[np.int64]) -> None:
+        """Rebuild all heads from scratch on the observations ``(X, rewards, weights, heads)``."""
+        eye = np.eye(self.dim) * self.lam
+        WX = X * weights[:, None]
+        for h in range(self.n_heads):
+            sel = heads == h
+            self.A[h] = eye + WX[sel].T @ X[sel]
+            self.b[h] = WX[sel].T @ rewards[sel]
+        self.A_inv = np.linalg.inv(self.A)
+        self.theta = np.einsum("hij,hj->hi", self.A_inv, self.b)
+
+    def score(self, X: Array, heads: NDArray[np.int64] | None = None) -> tuple[Array, Array]:
+        """Mean θᵀx and width ‖x‖_{A⁻¹} for each row of ``X``, in one batched operation.
+
+        ``heads`` gives the head of each row; ``None`` scores every row with head 0.
+        """
+        if heads is None:
+            Z = X @ self.A_inv[0]
+            mean = X @ self.theta[0]
+        else:
+            Z = np.einsum("kd,kde->ke", X, self.A_inv[heads])
+            mean = np.einsum("kd,kd->k", X, self.theta[heads])
+        width = np.sqrt(np.maximum(np.einsum("kd,kd->k", Z, X), 0.0))
+        return mean, width
+
+    def exact_inverse_error(self) -> float:
+        """Largest entry of |A⁻¹ − inv(A)| over heads: the drift of the rank-one updates."""
+        return float(np.max(np.abs(self.A_inv - np.linalg.inv(self.A))))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "dim": self.dim,
+            "n_heads": self.n_heads,
+            "lam": self.lam,
+            "refresh_every": self.refresh_every,
+            "A": self.A.copy(),
+            "A_inv": self.A_inv.copy(),
+            "b": self.b.copy(),
+            "theta": self.theta.copy(),
+            "n_updates": self.n_updates.copy(),
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> RidgeState:
+        ridge = cls(state["dim"], state["n_heads"], state["lam"], state["refresh_every"])
+        for key in ("A", "A_inv", "b", "theta"):
+            setattr(ridge, key, np.array(state[key], dtype=np.float64))
+        ridge.n_updates = np.array(state["n_updates"], dtype=np.int64)
+        return ridge

@@ -1,0 +1,6 @@
+"""Neural feature maps and the loops that train them."""
+
+from deepbandits.networks.mlp import MLP
+from deepbandits.networks.training import History, train_feature_map
+
+__all__ = ["MLP", "History", "train_feature_map"]

@@ -1,0 +1,56 @@
+"""The feature network φ(x; w) of Eq. 7: an L-layer ReLU perceptron."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class MLP(nn.Module):
+    """φ(x; w) = g(W_L g(W_{L−1} ⋯ g(W_1 x))) with ReLU g (Eq. 7 of the paper).
+
+    Parameters
+    ----------
+    in_dim : int
+        Context dimension d.
+    hidden : int, default=100
+        Width m of the hidden layers.
+    n_layers : int, default=2
+        Number of weight matrices L (L = 2: d → m → d′).
+    feature_dim : int, default=20
+        Output (feature) dimension d′ on which the ridge head acts.
+    generator : torch.Generator, optional
+        Source of the initial weights, so that a seed fixes the network.
+
+    Notes
+    -----
+    The paper scales φ by √m for its NTK analysis; a constant scale of φ is absorbed by θ and by
+    λ, so it is left out and the layers use PyTorch's default (Kaiming-uniform) initialisation.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int = 100,
+        n_layers: int = 2,
+        feature_dim: int = 20,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        sizes = [in_dim] + [hidden] * (n_layers - 1) + [feature_dim]
+        self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in zip(sizes[:-1], sizes[1:], strict=True))
+        if generator is not None:
+            with torch.no_grad():
+                for layer in self.layers:
+                    bound = 1.0 / layer.in_features**0.5
+                    layer.weight.uniform_(-bound, bound, generator=generator)
+                    layer.bias.uniform_(-bound, bound, generator=generator)
+
+    @property
+    def feature_dim(self) -> int:
+        return self.layers[-1].out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x

@@ -1,0 +1,270 @@
+"""The interface every policy implements, and what they all share.
+
+A policy is built from keyword parameters (stored unchanged, returned by :meth:`Policy.get_params`)
+and learns through :meth:`Policy.update`. Its learned state is a ``state_dict`` of arrays and plain
+values; :meth:`Policy.save` writes it with ``torch.save`` and :func:`load_policy` reads it back with
+``torch.load(weights_only=True)``, so loading a file never executes code.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from numpy.typing import ArrayLike, NDArray
+
+from deepbandits._validation import check_arm, check_contexts, check_finite_scalar, check_positive
+
+FORMAT_VERSION = 1
+_CLASSES: dict[str, type[Policy]] = {}
+
+
+def _to_saveable(obj: Any) -> Any:
+    """Arrays become tensors; containers are walked; everything else must be a plain value."""
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(obj))
+    if isinstance(obj, dict):
+        return {k: _to_saveable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_to_saveable(v) for v in obj]
+    return obj
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, tuple | list):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+class Policy(ABC):
+    """Base class of all bandit policies.
+
+    Subclasses implement :meth:`_initialize` (build state once the context dimension is known),
+    :meth:`_predict` (mean and exploration width per arm), :meth:`_index` (the score maximised by
+    :meth:`select`), :meth:`_learn` and the ``_state``/``_load_state`` pair.
+
+    Attributes
+    ----------
+    n_features_in_ : int or None
+        Context dimension, inferred from the first contexts seen.
+    t_ : int
+        Number of rounds learned from.
+    last_selection_ : dict
+        ``mean`` and ``width`` of every arm scored by the last :meth:`select`.
+    last_update_ : dict
+        Diagnostics of the last :meth:`update`: ``sigma2`` (σ̄² used as weight), ``sigma2_hat``
+        (the Eq. 13 estimate, NaN when not estimated) and ``train_seconds``.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _CLASSES[cls.__name__] = cls
+
+    def __init__(self, **params: Any) -> None:
+        self._params = params
+        self._validate_params()
+        self.reset()
+
+    # ------------------------------------------------------------------ parameters
+    def get_params(self) -> dict[str, Any]:
+        """The constructor parameters, as given (with the subclass's fixed presets)."""
+        return dict(self._params)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
+        return f"{type(self).__name__}({args})"
+
+    @abstractmethod
+    def _validate_params(self) -> None:
+        """Check every constructor parameter; raise ValueError naming the bad one."""
+
+    # ------------------------------------------------------------------ lifecycle
+    def reset(self, seed: int | None = None) -> Policy:
+        """Forget everything learned; with ``seed``, also replace the ``seed`` parameter."""
+        if seed is not None:
+            self._params["seed"] = seed
+        self.n_features_in_: int | None = None
+        self.t_ = 0
+        self.last_selection_: dict[str, NDArray[np.float64]] = {}
+        self.last_update_: dict[str, float] = {}
+        self._rng = np.random.default_rng(self._params.get("seed"))
+        return self
+
+    def _check(self, contexts: ArrayLike) -> NDArray[np.float64]:
+        X = check_contexts(contexts, self.n_features_in_)
+        if self.n_features_in_ is None:
+            self.n_features_in_ = X.shape[1]
+            self._initialize(X)
+        return X
+
+    @abstractmethod
+    def _initialize(self, X: NDArray[np.float64]) -> None:
+        """Build the learned state once the context dimension is known."""
+
+    # ------------------------------------------------------------------ acting
+    def select(self, contexts: ArrayLike) -> int:
+        """Index of the arm to play among the rows of ``contexts`` ``[K_t, d]``.
+
+        Ties are broken uniformly at random by the policy's own seeded generator.
+        """
+        X = self._check(contexts)
+        index = self._index(X)
+        best = np.flatnonzero(index == index.max())
+        return int(best[0] if len(best) == 1 else self._rng.choice(best))
+
+    def predict(self, contexts: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``."""
+        X = self._check(contexts)
+        return self._predict(X)
+
+    def update(
+        self,
+        contexts: ArrayLike,
+        arm: int,
+        reward: float,
+        *,
+        sigma2: float | None = None,
+        reward_range: tuple[float, float] | None = None,
+    ) -> None:
+        """Learn from the round just played.
+
+        Parameters
+        ----------
+        contexts : array of shape [K_t, d]
+            The contexts the arm was chosen from.
+        arm : int
+            Index of the arm played.
+        reward : float
+            Observed reward.
+        sigma2 : float, optional
+            Oracle bound on this round's noise variance, when the caller has one.
+        reward_range : (a, b), optional
+            This round's reward range; overrides the policy's ``reward_range`` (dynamic ranges,
+            Fig. ab_dynamic (b)).
+        """
+        X = self._check(contexts)
+        arm = check_arm(arm, X.shape[0])
+        reward = check_finite_scalar(reward, "reward")
+        if sigma2 is not None:
+            sigma2 = check_positive(sigma2, "sigma2", allow_zero=True)
+        self._learn(X, arm, reward, sigma2, reward_range)
+        self.t_ += 1
+
+    @abstractmethod
+    def _index(self, X: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+    @abstractmethod
+    def _predict(self, X: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+
+    @abstractmethod
+    def _learn(
+        self,
+        X: NDArray[np.float64],
+        arm: int,
+        reward: float,
+        sigma2: float | None,
+        reward_range: tuple[float, float] | None,
+    ) -> None: ...
+
+    # ------------------------------------------------------------------ state
+    @abstractmethod
+    def _state(self) -> dict[str, Any]:
+        """Learned state (arrays and plain values) once initialised."""
+
+    @abstractmethod
+    def _load_state(self, state: dict[str, Any]) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly where this policy is."""
+        return {
+            "format": FORMAT_VERSION,
+            "class": type(self).__name__,
+            "params": json.dumps(_jsonable(self._params)),
+            "rng": json.dumps(self._rng.bit_generator.state),
+            "t": self.t_,
+            "n_features_in": self.n_features_in_,
+            "state": self._state() if self.n_features_in_ is not None else {},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state produced by :meth:`state_dict` of a policy with the same parameters."""
+        if state.get("class") != type(self).__name__:
+            raise ValueError(
+                f"state was saved from {state.get('class')!r}, cannot load into {type(self).__name__}"
+            )
+        self.reset()
+        self._rng.bit_generator.state = json.loads(state["rng"])
+        if state["n_features_in"] is not None:
+            self.n_features_in_ = int(state["n_features_in"])
+            self._initialize(np.zeros((1, self.n_features_in_)))
+            self._load_state(state["state"])
+        self.t_ = int(state["t"])
+
+    def save(self, path: str | Path) -> None:
+        """Write parameters and learned state to ``path`` (tensors + JSON, no code)."""
+        torch.save(_to_saveable(self.state_dict()), Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Policy:
+        """Read a policy written by :meth:`save`; the file is parsed with ``weights_only=True``."""
+        policy = load_policy(path)
+        if not isinstance(policy, cls):
+            raise ValueError(f"{path} holds a {type(policy).__name__}, not a {cls.__name__}")
+        return policy
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Rebuild any policy saved by :meth:`Policy.save`."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no saved policy at {path}")
+    try:
+        state = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:
+        raise ValueError(f"{path} is not a deepbandits policy file: {exc}") from exc
+    if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{path} is not a deepbandits policy file (format {FORMAT_VERSION})")
+    cls = _CLASSES.get(state["class"])
+    if cls is None:
+        raise ValueError(f"{path} holds an unknown policy class {state['class']!r}")
+    policy = cls(**json.loads(state["params"]))
+    policy.load_state_dict(state)
+    return policy
+
+
+class Preset:
+    """Mixin for a named variant of a policy class: parameters it defaults and parameters it fixes.
+
+    ``preset_params`` are defaults the user may override; ``fixed_params`` define the variant
+    (Neural-LinGreedy is ``alpha=0``) and may not be changed; ``forbidden_params`` lists values
+    that would turn the variant into another one.
+    """
+
+    preset_params: ClassVar[dict[str, Any]] = {}
+    fixed_params: ClassVar[dict[str, Any]] = {}
+    forbidden_params: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **params: Any) -> None:
+        name = type(self).__name__
+        for key, value in self.fixed_params.items():
+            if key in params and params[key] != value:
+                raise ValueError(f"{name} fixes {key}={value!r}, but {params[key]!r} is given")
+        for key, value in self.forbidden_params.items():
+            if params.get(key) == value:
+                raise ValueError(f"{name} does not allow {key}={value!r}")
+        super().__init__(**{**self.preset_params, **params, **self.fixed_params})
+
+
+def as_numpy(value: Any, dtype: Any = np.float64) -> NDArray[Any]:
+    """A saved tensor (or array, or list) back as a numpy array."""
+    if isinstance(value, torch.Tensor):
+        value = value.cpu().numpy()
+    return np.asarray(value, dtype=dtype)

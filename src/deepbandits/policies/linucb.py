@@ -1,0 +1,271 @@
+"""LinUCB and its variance-weighted form σ²-LinUCB (OFUL ridge, Eq. 4–5; weighted ridge, Eq. 9–10).
+
+:class:`LinUCB` is the ridge-UCB machinery of the whole family: it scores arms by
+θᵀφ(x) + α‖φ(x)‖_{A⁻¹} (Eq. 4) on a feature map φ that is the identity here and a neural
+network in :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`, and weights each
+observation by 1/σ̄²ₜ according to its variance source (:mod:`deepbandits.variance`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deepbandits._validation import (
+    check_choice,
+    check_int,
+    check_positive,
+    check_reward_range,
+    check_unknown_keys,
+)
+from deepbandits.formulas import theory_alpha, variance_floor
+from deepbandits.linalg.ridge import RidgeState
+from deepbandits.policies.base import Policy, Preset, as_numpy
+from deepbandits.variance import VARIANCE_SOURCES, parse_variance_schedule, round_variance
+
+Array = NDArray[np.float64]
+
+
+class LinUCB(Policy):
+    """Ridge-regression UCB (OFUL; Abbasi-Yadkori et al. 2011), Eq. 4–5 with φ(x) = x.
+
+    Parameters
+    ----------
+    alpha : float or "theory", default=0.02
+        Exploration rate α (the paper's experiments use 0.02 for every method), or ``"theory"``
+        for the αₜ of Theorem 4.1 with parameters ``delta``, ``M``, ``lam``, ``R``.
+    lam : float, default=1.0
+        Ridge regulariser λ.
+    per_arm : bool, default=False
+        One ridge (A, b) per arm (the disjoint LinUCB of Li et al. 2010, as in the paper's code)
+        instead of a θ shared by all arms. Needs the same number of arms every round.
+    variance : {"none", "oracle", "range", "schedule"}, default="none"
+        Source of σ²ₜ for the weighted ridge of Eq. 10 (see :mod:`deepbandits.variance`);
+        ``"none"`` is the unweighted ridge of Eq. 5.
+    R : float, default=1.0
+        Noise bound R of Eq. 3; the variance floor is R²/d′ with d′ the feature dimension.
+    reward_range : (a, b), optional
+        Reward range for ``variance="range"`` (Eq. 13). A reward outside it is rejected.
+    variance_schedule : str or sequence of float, optional
+        σ²ₜ for ``variance="schedule"``: ``"linear:START:END[:T]"`` or explicit values.
+    horizon : int, optional
+        Number of rounds T, used by schedules that do not state it.
+    delta, M : float
+        δ and the bound M ≥ ‖θ*‖ of Theorem 4.1 (``alpha="theory"`` only).
+    refresh_every : int, default=500
+        Rank-one updates of a ridge head between exact re-inversions.
+    seed : int, optional
+        Seed of the policy's generator (tie-breaking; network initialisation and minibatches in
+        the neural family).
+    """
+
+    #: parameters of subclasses that extend the ridge-UCB machinery
+    _extra_params: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        *,
+        alpha: float | str = 0.02,
+        lam: float = 1.0,
+        per_arm: bool = False,
+        variance: str = "none",
+        R: float = 1.0,
+        reward_range: tuple[float, float] | None = None,
+        variance_schedule: str | list[float] | None = None,
+        horizon: int | None = None,
+        delta: float = 0.05,
+        M: float = 1.0,
+        refresh_every: int = 500,
+        seed: int | None = None,
+        **extra: Any,
+    ) -> None:
+        check_unknown_keys(extra, self._extra_params, type(self).__name__)
+        super().__init__(
+            alpha=alpha,
+            lam=lam,
+            per_arm=per_arm,
+            variance=variance,
+            R=R,
+            reward_range=reward_range,
+            variance_schedule=variance_schedule,
+            horizon=horizon,
+            delta=delta,
+            M=M,
+            refresh_every=refresh_every,
+            seed=seed,
+            **extra,
+        )
+
+    # ------------------------------------------------------------------ parameters
+    def _validate_params(self) -> None:
+        p = self._params
+        if p["alpha"] != "theory":
+            if isinstance(p["alpha"], str):
+                raise ValueError(f"alpha must be a number >= 0 or 'theory', but {p['alpha']!r} is given")
+            check_positive(p["alpha"], "alpha", allow_zero=True)
+        check_positive(p["lam"], "lam")
+        check_positive(p["R"], "R")
+        check_positive(p["delta"], "delta")
+        if not p["delta"] < 1:
+            raise ValueError(f"delta must be in (0, 1), but {p['delta']!r} is given")
+        check_positive(p["M"], "M", allow_zero=True)
+        check_int(p["refresh_every"], "refresh_every", minimum=1)
+        if not isinstance(p["per_arm"], bool):
+            raise ValueError(f"per_arm must be True or False, but {p['per_arm']!r} is given")
+        check_choice(p["variance"], "variance", VARIANCE_SOURCES)
+        self._reward_range = (
+            check_reward_range(p["reward_range"]) if p["reward_range"] is not None else None
+        )
+        if p["horizon"] is not None:
+            check_int(p["horizon"], "horizon", minimum=1)
+        self._schedule: Array | None = None
+        if p["variance"] == "schedule":
+            if p["variance_schedule"] is None:
+                raise ValueError("variance='schedule' needs variance_schedule (e.g. 'linear:1:0:10000')")
+            self._schedule = parse_variance_schedule(p["variance_schedule"], p["horizon"])
+        elif p["variance_schedule"] is not None:
+            raise ValueError("variance_schedule is only used with variance='schedule'")
+
+    # ------------------------------------------------------------------ features
+    def _features(self, X: Array) -> Array:
+        """φ(x) for each row of ``X`` (identity for LinUCB)."""
+        return X
+
+    def _feature_dim(self, n_features: int) -> int:
+        return n_features
+
+    def _initialize(self, X: Array) -> None:
+        p = self._params
+        self.ridge_: RidgeState | None = None
+        self._n_heads = 0 if p["per_arm"] else 1
+        self._feature_dim_ = self._feature_dim(X.shape[1])
+        if not p["per_arm"]:
+            self.ridge_ = RidgeState(self._feature_dim_, 1, p["lam"], p["refresh_every"])
+        self._last_sigma2_bar = variance_floor(p["R"], self._feature_dim_)
+        self._cache: tuple[Array, Array] | None = None
+
+    def _heads(self, n_arms: int) -> NDArray[np.int64] | None:
+        if not self._params["per_arm"]:
+            return None
+        if self.ridge_ is None:
+            self.ridge_ = RidgeState(
+                self._feature_dim_, n_arms, self._params["lam"], self._params["refresh_every"]
+            )
+        elif n_arms != self.ridge_.n_heads:
+            raise ValueError(
+                f"per_arm=True keeps one model per arm and was fitted with {self.ridge_.n_heads} "
+                f"arms, but {n_arms} arms are given"
+            )
+        return np.arange(n_arms)
+
+    def _phi(self, X: Array) -> Array:
+        """Features of ``X``, reusing those of the last call when the contexts are the same."""
+        if self._cache is not None and self._cache[0].shape == X.shape and np.array_equal(self._cache[0], X):
+            return self._cache[1]
+        phi = self._features(X)
+        self._cache = (X.copy(), phi)
+        return phi
+
+    # ------------------------------------------------------------------ acting
+    def alpha_t(self, n_arms: int) -> float:
+        """Exploration rate of the coming round: the constant α or αₜ of Theorem 4.1."""
+        p = self._params
+        if p["alpha"] != "theory":
+            return float(p["alpha"])
+        return theory_alpha(
+            self.t_ + 1,
+            d=self._feature_dim_,
+            sigma2_bar=self._last_sigma2_bar,
+            lam=p["lam"],
+            delta=p["delta"],
+            M=p["M"],
+            R=p["R"],
+            H=self._theory_H(),
+            K=n_arms,
+        )
+
+    def _theory_H(self) -> int:
+        return 1
+
+    def _predict(self, X: Array) -> tuple[Array, Array]:
+        heads = self._heads(X.shape[0])
+        assert self.ridge_ is not None
+        mean, width = self.ridge_.score(self._phi(X), heads)
+        self.last_selection_ = {"mean": mean, "width": width}
+        return mean, width
+
+    def _index(self, X: Array) -> Array:
+        mean, width = self._predict(X)
+        return mean + self.alpha_t(X.shape[0]) * width
+
+    # ------------------------------------------------------------------ learning
+    def _learn(
+        self,
+        X: Array,
+        arm: int,
+        reward: float,
+        sigma2: float | None,
+        reward_range: tuple[float, float] | None,
+    ) -> None:
+        p = self._params
+        rng_ab = check_reward_range(reward_range) if reward_range is not None else self._reward_range
+        if rng_ab is not None and not rng_ab[0] <= reward <= rng_ab[1]:
+            raise ValueError(f"reward {reward} is outside the reward range [{rng_ab[0]}, {rng_ab[1]}]")
+        heads = self._heads(X.shape[0])
+        head = 0 if heads is None else arm
+        assert self.ridge_ is not None
+        phi = self._phi(X)[arm]
+        mean_hat = float(phi @ self.ridge_.theta[head])  # θₜ₋₁ᵀφ(xₜ,ₐₜ; wₜ₋₁), Eq. 13
+        sigma2_bar, sigma2_hat = round_variance(
+            p["variance"],
+            mean_hat=mean_hat,
+            t=self.t_,
+            R=p["R"],
+            d=self._feature_dim_,
+            oracle=sigma2,
+            reward_range=rng_ab,
+            schedule=self._schedule,
+        )
+        weight = 1.0 / sigma2_bar
+        self.ridge_.update(phi, reward, weight, head)
+        self._last_sigma2_bar = sigma2_bar
+        start = time.perf_counter()
+        trained = self._after_update(X[arm], reward, weight, head)
+        self.last_update_ = {
+            "sigma2": sigma2_bar,
+            "sigma2_hat": sigma2_hat,
+            "train_seconds": time.perf_counter() - start if trained else 0.0,
+        }
+
+    def _after_update(self, context: Array, reward: float, weight: float, head: int) -> bool:
+        """Hook for subclasses that learn more than the ridge; returns True if it trained."""
+        return False
+
+    # ------------------------------------------------------------------ state
+    def _state(self) -> dict[str, Any]:
+        return {
+            "ridge": self.ridge_.state_dict() if self.ridge_ is not None else None,
+            "last_sigma2_bar": self._last_sigma2_bar,
+        }
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        ridge = state["ridge"]
+        if ridge is not None:
+            ridge = {k: as_numpy(v) if k in ("A", "A_inv", "b", "theta") else v for k, v in ridge.items()}
+            ridge["n_updates"] = as_numpy(ridge["n_updates"], np.int64)
+            self.ridge_ = RidgeState.from_state_dict(ridge)
+        self._last_sigma2_bar = float(state["last_sigma2_bar"])
+
+
+class Sigma2LinUCB(Preset, LinUCB):
+    """σ²-LinUCB: LinUCB on the raw context with the variance-weighted ridge of Eq. 9–10.
+
+    The paper's "without DNN" ablation (Fig. ab_dynamic (a)). Same parameters as
+    :class:`LinUCB`; ``variance`` defaults to ``"range"`` and may not be ``"none"``.
+    """
+
+    preset_params: ClassVar[dict[str, Any]] = {"variance": "range"}
+    forbidden_params: ClassVar[dict[str, Any]] = {"variance": "none"}

@@ -1,0 +1,250 @@
+"""The neural-linear family: LinUCB on the last-layer features φ(x; w) of a trained network.
+
+One class, :class:`NeuralLinearBandit`, covers Neural-LinGreedy, Neural-LinUCB (Xu et al. 2022)
+and Neural-σ²-LinUCB (Algorithm 1 of the paper); the named classes below only fix presets.
+Per round: score arms by Eq. 4 on φ(x; wₜ₋₁), update the (weighted) ridge of Eq. 10 with the
+chosen arm, append the round to the history, and, when the schedule says so, train w on the
+whole history with θ fixed (Eq. 6 or Eq. 14).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from deepbandits._validation import check_choice, check_int, check_positive
+from deepbandits.networks.mlp import MLP
+from deepbandits.networks.schedule import resolve_schedule
+from deepbandits.networks.training import LOSSES, OPTIMIZERS, History, make_optimizer, train_feature_map
+from deepbandits.policies.base import Preset, as_numpy
+from deepbandits.policies.linucb import Array, LinUCB
+
+_NEURAL_PARAMS = (
+    "hidden",
+    "n_layers",
+    "feature_dim",
+    "loss",
+    "schedule",
+    "train_every",
+    "train_start",
+    "warmup_every",
+    "train_steps",
+    "batch_size",
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "refit_on_update",
+    "device",
+)
+
+
+def check_device(device: str) -> torch.device:
+    """A torch device that exists here; ``cuda`` without a GPU is an error, not a fallback."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device {device!r} is not a torch device (try 'cpu' or 'cuda')") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} was asked for, but CUDA is not available here")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device {device!r} is not supported; use 'cpu' or 'cuda'")
+    return dev
+
+
+class NeuralLinearBandit(LinUCB):
+    """UCB on neural features with a (variance-weighted) ridge head.
+
+    All parameters of :class:`~deepbandits.policies.linucb.LinUCB` (``alpha``, ``lam``,
+    ``per_arm``, ``variance``, ``R``, ``reward_range``, ...) apply to the ridge head on φ, plus:
+
+    Parameters
+    ----------
+    hidden : int, default=100
+        Width m of the hidden layers.
+    n_layers : int, default=2
+        Number of layers L.
+    feature_dim : int, default=20
+        Feature dimension d′ (the paper uses 20 on synthetic data, 64 on real data).
+    loss : {"mse", "mle"}, default="mse"
+        Network loss: Eq. 6 or the Gaussian likelihood of Eq. 14.
+    schedule : {"default", "paper", "paper-code"}, default="default"
+        Named training schedule (:mod:`deepbandits.networks.schedule`); the five entries below
+        override its fields when given.
+    train_every, train_start, warmup_every, train_steps, batch_size : int, optional
+        H, t₀, rounds between trainings before t₀ (0 = none), n, and the minibatch size.
+    optimizer : {"sgd", "adam"}, default="sgd"
+    lr : float, default=1e-2
+    weight_decay : float, default=0.0
+    refit_on_update : bool, default=False
+        Recompute A and b with the new features after each training (False = Algorithm 1,
+        where A and b keep the features each round was played with).
+    device : str, default="cpu"
+        Torch device of the network ("cuda" when available).
+    """
+
+    _extra_params = _NEURAL_PARAMS
+
+    def __init__(
+        self,
+        *,
+        hidden: int = 100,
+        n_layers: int = 2,
+        feature_dim: int = 20,
+        loss: str = "mse",
+        schedule: str = "default",
+        train_every: int | None = None,
+        train_start: int | None = None,
+        warmup_every: int | None = None,
+        train_steps: int | None = None,
+        batch_size: int | None = None,
+        optimizer: str = "sgd",
+        lr: float = 1e-2,
+        weight_decay: float = 0.0,
+        refit_on_update: bool = False,
+        device: str = "cpu",
+        **linucb_params: Any,
+    ) -> None:
+        super().__init__(
+            hidden=hidden,
+            n_layers=n_layers,
+            feature_dim=feature_dim,
+            loss=loss,
+            schedule=schedule,
+            train_every=train_every,
+            train_start=train_start,
+            warmup_every=warmup_every,
+            train_steps=train_steps,
+            batch_size=batch_size,
+            optimizer=optimizer,
+            lr=lr,
+            weight_decay=weight_decay,
+            refit_on_update=refit_on_update,
+            device=device,
+            **linucb_params,
+        )
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        p = self._params
+        check_int(p["hidden"], "hidden", minimum=1)
+        check_int(p["n_layers"], "n_layers", minimum=1)
+        check_int(p["feature_dim"], "feature_dim", minimum=1)
+        check_choice(p["loss"], "loss", LOSSES)
+        check_choice(p["optimizer"], "optimizer", OPTIMIZERS)
+        check_positive(p["lr"], "lr")
+        check_positive(p["weight_decay"], "weight_decay", allow_zero=True)
+        if not isinstance(p["refit_on_update"], bool):
+            raise ValueError(f"refit_on_update must be True or False, but {p['refit_on_update']!r} is given")
+        self.schedule_ = resolve_schedule(
+            p["schedule"],
+            {k: p[k] for k in ("train_every", "train_start", "warmup_every", "train_steps", "batch_size")},
+        )
+        self.device_ = check_device(p["device"])
+
+    def _feature_dim(self, n_features: int) -> int:
+        return int(self._params["feature_dim"])
+
+    def _theory_H(self) -> int:
+        return self.schedule_.train_every
+
+    def _initialize(self, X: Array) -> None:
+        super()._initialize(X)
+        p = self._params
+        seed = p["seed"]
+        self._torch_gen = torch.Generator()
+        self._torch_gen.manual_seed(
+            int(np.random.SeedSequence(seed).generate_state(1)[0]) if seed is not None else torch.seed()
+        )
+        self.network_ = MLP(X.shape[1], p["hidden"], p["n_layers"], p["feature_dim"], self._torch_gen)
+        self.network_.to(self.device_).eval()
+        self._optimizer = make_optimizer(p["optimizer"], self.network_.parameters(), p["lr"], p["weight_decay"])
+        self.history_ = History(X.shape[1])
+        self.n_trainings_ = 0
+        self.last_loss_ = float("nan")
+
+    def _features(self, X: Array) -> Array:
+        with torch.no_grad():
+            x = torch.from_numpy(X).to(self.device_, torch.float32)
+            return self.network_(x).to("cpu", torch.float64).numpy()
+
+    def _after_update(self, context: Array, reward: float, weight: float, head: int) -> bool:
+        self.history_.append(context, reward, weight, head)
+        if not self.schedule_.should_train(self.t_ + 1):
+            return False
+        self.train_network()
+        return True
+
+    def train_network(self, steps: int | None = None) -> float:
+        """Train φ on the whole history with θ (and A⁻¹) fixed; returns the last minibatch loss."""
+        assert self.ridge_ is not None
+        s = self.schedule_
+        self.last_loss_ = train_feature_map(
+            self.network_,
+            self.history_,
+            self.ridge_.theta,
+            self.ridge_.A_inv,
+            loss=self._params["loss"],
+            steps=s.train_steps if steps is None else steps,
+            batch_size=s.batch_size,
+            optimizer=self._optimizer,
+            generator=self._torch_gen,
+        )
+        self.n_trainings_ += 1
+        self._cache = None
+        if self._params["refit_on_update"]:
+            X, r, w, h = self.history_.view()
+            self.ridge_.refit(self._features(X), r, w, h)
+        return self.last_loss_
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            **super()._state(),
+            "network": {k: v.detach().cpu() for k, v in self.network_.state_dict().items()},
+            "optimizer": self._optimizer.state_dict(),
+            "torch_gen": self._torch_gen.get_state(),
+            "history": self.history_.state_dict(),
+            "n_trainings": self.n_trainings_,
+        }
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        super()._load_state(state)
+        self.network_.load_state_dict(state["network"])
+        self._optimizer.load_state_dict(state["optimizer"])
+        self._torch_gen.set_state(state["torch_gen"])
+        hist = state["history"]
+        self.history_ = History.from_state_dict(
+            {
+                "contexts": as_numpy(hist["contexts"]),
+                "rewards": as_numpy(hist["rewards"]),
+                "weights": as_numpy(hist["weights"]),
+                "heads": as_numpy(hist["heads"], np.int64),
+            }
+        )
+        self.n_trainings_ = int(state["n_trainings"])
+
+
+class NeuralLinGreedy(Preset, NeuralLinearBandit):
+    """Neural-LinGreedy (Xu et al. 2022): greedy on θᵀφ(x; w), unweighted ridge."""
+
+    fixed_params: ClassVar[dict[str, Any]] = {"alpha": 0.0, "variance": "none"}
+
+
+class NeuralLinUCB(Preset, NeuralLinearBandit):
+    """Neural-LinUCB (Xu et al. 2022): UCB on φ(x; w) with the unweighted ridge of Eq. 5."""
+
+    fixed_params: ClassVar[dict[str, Any]] = {"variance": "none"}
+
+
+class NeuralSigma2LinUCB(Preset, NeuralLinearBandit):
+    """Neural-σ²-LinUCB (Algorithm 1): the ridge of Eq. 10 weighted by 1/σ̄²ₜ.
+
+    ``variance`` defaults to ``"range"`` (σ̂²ₜ of Eq. 13, the paper's practical algorithm);
+    ``"oracle"`` is the oracle algorithm of Section 3.1 and ``"schedule"`` the heuristic of
+    Fig. heuristic. ``loss="mle"`` trains with Eq. 14, ``alpha="theory"`` uses Theorem 4.1.
+    """
+
+    preset_params: ClassVar[dict[str, Any]] = {"variance": "range"}
+    forbidden_params: ClassVar[dict[str, Any]] = {"variance": "none"}
