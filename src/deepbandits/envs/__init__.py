@@ -8,9 +8,9 @@ from typing import Any
 
 from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.envs.base import Environment, Round
-from deepbandits.envs.synthetic import SyntheticEnv
+from deepbandits.envs.synthetic import REWARD_FUNCTIONS, SyntheticEnv
 
-ENVS: dict[str, Any] = {name: partial(SyntheticEnv, name) for name in ("h1", "h2", "h3")}
+ENVS: dict[str, Any] = {name: partial(SyntheticEnv, name) for name in REWARD_FUNCTIONS}
 
 
 def env_names() -> list[str]:

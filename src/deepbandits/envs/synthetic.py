@@ -5,6 +5,7 @@ Contexts are uniform on the unit sphere of ℝᵈ, θ is uniform on the unit sph
 * h1(x) = 10 (xᵀθ)²            ∈ [0, 10]
 * h2(x) = xᵀAᵀAx, A ∈ ℝ^{d×d} with N(0, 1) entries (as in NeuralUCB)  ∈ [0, ‖A‖₂²]
 * h3(x) = cos(3 xᵀθ)            ∈ [−1, 1]
+* linear(x) = xᵀθ               ∈ [−1, 1]  (not in the paper: the setting LinUCB is built for)
 
 with reward rₜ,ₐ = h(xₜ,ₐ) + ξₜ, one ξₜ ~ N(0, vₜ) per round (Eq. 2). Noise schedules:
 
@@ -31,7 +32,7 @@ from numpy.typing import NDArray
 from deepbandits._validation import check_choice, check_int, check_positive
 from deepbandits.envs.base import Environment, Round
 
-REWARD_FUNCTIONS = ("h1", "h2", "h3")
+REWARD_FUNCTIONS = ("h1", "h2", "h3", "linear")
 NOISES = ("uniform", "rising", "falling", "fixed")
 _BLOCK = 1024
 
@@ -47,7 +48,7 @@ class SyntheticEnv(Environment):
 
     Parameters
     ----------
-    reward_fn : {"h1", "h2", "h3"}, default="h1"
+    reward_fn : {"h1", "h2", "h3", "linear"}, default="h1"
     d : int, default=20
         Context dimension.
     n_arms : int, default=4
@@ -124,7 +125,7 @@ class SyntheticEnv(Environment):
         if self.reward_fn == "h2":
             assert self.A is not None
             return 0.0, float(np.linalg.norm(self.A, 2) ** 2)
-        return -1.0, 1.0
+        return -1.0, 1.0  # h3 and linear
 
     def expected_reward(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
         """h(x) for each row of ``X``."""
@@ -134,6 +135,8 @@ class SyntheticEnv(Environment):
             assert self.A is not None
             AX = X @ self.A.T
             return np.einsum("...i,...i->...", AX, AX)
+        if self.reward_fn == "linear":
+            return X @ self.theta
         return np.cos(3.0 * (X @ self.theta))
 
     def noise_std_at(self, t: NDArray[np.int64]) -> NDArray[np.float64] | None:

@@ -119,6 +119,7 @@ class LinUCB(Policy):
         self._reward_range = (
             check_reward_range(p["reward_range"]) if p["reward_range"] is not None else None
         )
+        p["reward_range"] = self._reward_range  # a list from JSON or the CLI becomes (a, b)
         if p["horizon"] is not None:
             check_int(p["horizon"], "horizon", minimum=1)
         self._schedule: Array | None = None

@@ -1,0 +1,162 @@
+"""Several policies on one environment over the same seeds: per-run files, a table, a plot.
+
+Layout of an output folder::
+
+    out/<policy label>/seed_<s>.csv   per-round record (columns: deepbandits.experiments.COLUMNS)
+    out/<policy label>/seed_<s>.json  exact configuration of that run
+    out/summary.csv                   final regret mean ± std over seeds, wall time, per policy
+    out/regret.png                    cumulative regret, mean ± std band per policy
+
+Each run is written as soon as it finishes and skipped when its files already exist, so an
+interrupted comparison loses nothing and resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from deepbandits.envs import make_env
+from deepbandits.experiments.runner import RunResult, run
+from deepbandits.experiments.specs import parse_spec
+from deepbandits.policies import make_policy
+
+
+@dataclass(frozen=True)
+class Job:
+    policy_spec: str
+    env_spec: str
+    seed: int
+    T: int
+    stem: Path
+
+
+def label_of(spec: str) -> str:
+    """A file-system friendly label for a policy specification."""
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", spec.replace(":", "__"))
+
+
+def check_specs(policy_specs: list[str], env_spec: str) -> None:
+    """Build each policy and the environment once, so bad options fail before any run starts."""
+    env_name, env_params = parse_spec(env_spec)
+    make_env(env_name, **env_params)
+    for spec in policy_specs:
+        name, params = parse_spec(spec)
+        make_policy(name, **params)
+
+
+def run_job(job: Job, progress: bool = False) -> Path:
+    """Run one (policy, environment, seed) and write its files; returns the CSV path."""
+    import torch
+
+    torch.set_num_threads(1)
+    name, params = parse_spec(job.policy_spec)
+    env_name, env_params = parse_spec(job.env_spec)
+    env_params.setdefault("horizon", job.T)
+    policy = make_policy(name, **params)
+    env = make_env(env_name, **env_params)
+    result = run(policy, env, job.T, seed=job.seed, progress=progress)
+    result.config["policy"]["spec"] = job.policy_spec
+    result.config["env"]["spec"] = job.env_spec
+    return result.save(job.stem)[0]
+
+
+def compare(
+    policy_specs: list[str],
+    env_spec: str,
+    seeds: list[int],
+    T: int,
+    out: str | Path,
+    *,
+    jobs: int = 1,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Run every policy on every seed (skipping finished runs) and summarise; see module doc."""
+    out = Path(out)
+    check_specs(policy_specs, env_spec)
+    todo = []
+    for spec in policy_specs:
+        for seed in seeds:
+            stem = out / label_of(spec) / f"seed_{seed}"
+            if not (stem.with_suffix(".csv").exists() and stem.with_suffix(".json").exists()):
+                todo.append(Job(spec, env_spec, seed, T, stem))
+    bar = tqdm(total=len(todo), desc="runs", disable=not progress or not todo)
+    if jobs > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for _ in pool.map(run_job, todo):
+                bar.update()
+    else:
+        for job in todo:
+            bar.set_postfix_str(f"{job.policy_spec} seed {job.seed}")
+            run_job(job, progress=progress)
+            bar.update()
+    bar.close()
+    results = {
+        spec: [RunResult.load(out / label_of(spec) / f"seed_{s}") for s in seeds] for spec in policy_specs
+    }
+    summary = summarize(results)
+    summary.to_csv(out / "summary.csv", index=False)
+    plot_regret(results, out / "regret.png", title=f"{env_spec}, T={T}, {len(seeds)} seeds")
+    return summary
+
+
+def summarize(results: dict[str, list[RunResult]]) -> pd.DataFrame:
+    """Final cumulative regret mean ± std over seeds and mean wall time, per policy."""
+    rows = []
+    for spec, runs in results.items():
+        final = np.array([r.final_regret for r in runs])
+        wall = np.array([r.config.get("wall_seconds", np.nan) for r in runs])
+        rows.append(
+            {
+                "policy": spec,
+                "seeds": len(runs),
+                "T": int(runs[0].records["t"].iloc[-1]),
+                "final_regret_mean": final.mean(),
+                "final_regret_std": final.std(ddof=1) if len(final) > 1 else 0.0,
+                "wall_seconds_mean": wall.mean(),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def format_table(summary: pd.DataFrame) -> str:
+    """A Markdown table of a summary."""
+    lines = ["| policy | seeds | T | final regret (mean ± std) | wall time per run (s) |", "|---|---|---|---|---|"]
+    for row in summary.itertuples():
+        lines.append(
+            f"| {row.policy} | {row.seeds} | {row.T} | {row.final_regret_mean:.1f} ± "
+            f"{row.final_regret_std:.1f} | {row.wall_seconds_mean:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def plot_regret(results: dict[str, list[RunResult]], path: Path, title: str = "") -> Path:
+    """Cumulative regret against rounds, mean ± one std band over seeds, one line per policy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    styles = ["-", "--", "-.", ":"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, (spec, runs) in enumerate(results.items()):
+        curves = np.stack([r.records["cum_regret"].to_numpy() for r in runs])
+        t = runs[0].records["t"].to_numpy()
+        mean, std = curves.mean(0), curves.std(0)
+        (line,) = ax.plot(t, mean, styles[i % len(styles)], label=spec, lw=1.8)
+        ax.fill_between(t, mean - std, mean + std, color=line.get_color(), alpha=0.2, lw=0)
+    ax.set_xlabel("round t")
+    ax.set_ylabel("cumulative pseudo-regret")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,74 @@
+"""The command line's ``name:key=value,key=value`` specifications and seed ranges."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def parse_value(text: str) -> Any:
+    """``true``/``false``/``none``, integers, floats, JSON lists; anything else stays a string."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"cannot parse list value {text!r}: {exc}") from exc
+    return text
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return [p for p in parts if p.strip()]
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"neural-sigma2-linucb:variance=oracle,loss=mle"`` → ``(name, {"variance": "oracle", ...})``.
+
+    Lists are written in brackets: ``reward_range=[0,1]``.
+    """
+    name, _, rest = spec.partition(":")
+    name = name.strip()
+    if not name:
+        raise ValueError(f"empty name in specification {spec!r}")
+    params: dict[str, Any] = {}
+    for item in _split_top_level(rest):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"expected key=value in {spec!r}, got {item!r}")
+        params[key.strip()] = parse_value(value.strip())
+    return name, params
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-4"`` → [0, 1, 2, 3, 4]; ``"1,3,5"`` → [1, 3, 5]; ``"7"`` → [7]."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, dash, hi = part.strip().partition("-")
+            seeds.extend(range(int(lo), int(hi) + 1) if dash else [int(lo)])
+    except ValueError as exc:
+        raise ValueError(f"seeds must look like '0-4' or '1,3,5', got {text!r}") from exc
+    if not seeds:
+        raise ValueError(f"no seeds in {text!r}")
+    return seeds

@@ -1,0 +1,48 @@
+import json
+
+import pandas as pd
+import pytest
+
+from deepbandits.cli import main
+from deepbandits.experiments.specs import parse_seeds, parse_spec
+
+
+def test_parse_spec_and_seeds():
+    assert parse_spec("neural-sigma2-linucb:variance=oracle,loss=mle,alpha=0.1,per_arm=true") == (
+        "neural-sigma2-linucb",
+        {"variance": "oracle", "loss": "mle", "alpha": 0.1, "per_arm": True},
+    )
+    assert parse_spec("linucb:reward_range=[0,1],horizon=5") == ("linucb", {"reward_range": [0, 1], "horizon": 5})
+    assert parse_spec("h1") == ("h1", {})
+    assert parse_seeds("0-4") == [0, 1, 2, 3, 4] and parse_seeds("1,3,5") == [1, 3, 5]
+    with pytest.raises(ValueError, match="key=value"):
+        parse_spec("linucb:alpha")
+    with pytest.raises(ValueError, match="seeds"):
+        parse_seeds("a-b")
+
+
+def test_compare_writes_table_plot_and_resumes(tmp_path, capsys):
+    out = tmp_path / "res"
+    args = ["compare", "--env", "h1:d=5", "--policy", "linucb", "sigma2-linucb:variance=oracle",
+            "--T", "300", "--seeds", "0-1", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "final regret" in printed and str(out / "regret.png") in printed
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary["policy"]) == ["linucb", "sigma2-linucb:variance=oracle"]
+    assert (summary["seeds"] == 2).all() and (summary["T"] == 300).all()
+    run_csv = out / "linucb" / "seed_1.csv"
+    config = json.loads(run_csv.with_suffix(".json").read_text())
+    assert config["seed"] == 1 and config["env"]["params"]["d"] == 5
+    assert (out / "regret.png").stat().st_size > 1000
+    before = run_csv.stat().st_mtime_ns
+    assert main(args) == 0  # finished runs are not repeated
+    assert run_csv.stat().st_mtime_ns == before
+
+
+def test_cli_errors_are_clear(tmp_path, capsys):
+    assert main(["run", "--policy", "linucb:alpha=-3", "--T", "5", "--out", str(tmp_path)]) == 2
+    assert "alpha must be >= 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "--policy" in capsys.readouterr().out

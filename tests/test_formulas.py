@@ -1,0 +1,53 @@
+import math
+
+import numpy as np
+import pytest
+
+from deepbandits.formulas import (
+    floored_variance,
+    gaussian_nll,
+    range_variance_bound,
+    theory_alpha,
+    variance_floor,
+)
+
+
+def test_range_bound_eq13_hand_values():
+    # (b - mu)(mu - a) with [a, b] = [0, 1]
+    np.testing.assert_allclose(range_variance_bound([0.5, 0.0, 0.9, 1.2], 0.0, 1.0), [0.25, 0.0, 0.09, -0.24])
+    # [a, b] = [-3, 13], mu = 5: 8 * 8
+    assert range_variance_bound(5.0, -3.0, 13.0) == pytest.approx(64.0)
+
+
+def test_range_bound_is_the_variance_of_a_two_point_law():
+    """Theorem 3.2 is tight: a reward on {a, b} with mean mu has variance exactly (b-mu)(mu-a)."""
+    a, b, mu = -1.0, 3.0, 0.2
+    p = (mu - a) / (b - a)
+    var = p * (b - mu) ** 2 + (1 - p) * (a - mu) ** 2
+    assert range_variance_bound(mu, a, b) == pytest.approx(var)
+
+
+def test_floor_sigma_bar():
+    assert variance_floor(1.0, 20) == pytest.approx(0.05)
+    np.testing.assert_allclose(floored_variance([0.0, 0.01, 0.3, -2.0], 1.0, 20), [0.05, 0.05, 0.3, 0.05])
+    np.testing.assert_allclose(floored_variance(0.1, 2.0, 4), 1.0)
+
+
+def test_theory_alpha_hand_computed():
+    t, d, s2, lam, delta, M, R, H, K = 10, 4, 0.25, 1.0, 0.1, 2.0, 1.0, 10, 4
+    log_term = math.log(4 * t * t / delta)
+    expected = (
+        8 * math.sqrt(d * math.log(1 + t * d * math.log(H * K) / (s2 * d * lam)) * log_term)
+        + 4 * R / math.sqrt(s2) * log_term
+        + math.sqrt(lam) * M
+    )
+    got = theory_alpha(t, d=d, sigma2_bar=s2, lam=lam, delta=delta, M=M, R=R, H=H, K=K)
+    assert got == pytest.approx(expected)
+    # grows with t, shrinks with sigma-bar
+    assert theory_alpha(100, d=d, sigma2_bar=s2) > theory_alpha(10, d=d, sigma2_bar=s2)
+    assert theory_alpha(10, d=d, sigma2_bar=1.0) < theory_alpha(10, d=d, sigma2_bar=0.1)
+
+
+def test_gaussian_nll():
+    assert gaussian_nll(0.0, 1.0) == pytest.approx(0.5 * math.log(2 * math.pi))
+    assert gaussian_nll(2.0, 4.0) == pytest.approx(0.5 * math.log(8 * math.pi) + 0.5)

@@ -1,0 +1,189 @@
+import numpy as np
+import pytest
+from conftest import SMALL_NET, play
+
+import deepbandits as db
+
+
+class UniformRandom:
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def select(self, contexts):
+        return int(self.rng.integers(len(contexts)))
+
+    def update(self, *args, **kwargs):
+        pass
+
+
+def regret_of(policy, env, T):
+    total, curve = 0.0, []
+    for _ in range(T):
+        rnd = env.next_round()
+        arm = policy.select(rnd.contexts)
+        policy.update(rnd.contexts, arm, env.reward(arm), sigma2=rnd.sigma2, reward_range=rnd.reward_range)
+        total += rnd.expected_rewards.max() - rnd.expected_rewards[arm]
+        curve.append(total)
+    return np.array(curve)
+
+
+def test_linucb_sublinear_on_linear_env_and_beats_random():
+    T = 1500
+    for seed in range(4):
+        env = db.make_env("linear", d=5, n_arms=5, seed=seed)
+        curve = regret_of(db.LinUCB(alpha=0.5, seed=seed), env, T)
+        env.reset()
+        rand = regret_of(UniformRandom(seed), env, T)
+        # regret of the second half is much smaller than of the first half: sublinear growth
+        assert curve[-1] - curve[T // 2] < 0.5 * curve[T // 2]
+        assert curve[-1] < 0.25 * rand[-1]
+
+
+@pytest.mark.parametrize("name", ["neural-linucb", "neural-sigma2-linucb", "neural-lingreedy"])
+def test_neural_linear_beats_random_on_h1(name):
+    wins = 0
+    for seed in range(3):
+        env = db.make_env("h1", d=5, seed=seed)
+        policy = db.make_policy(name, seed=seed, **SMALL_NET)
+        ours = regret_of(policy, env, 400)[-1]
+        env.reset()
+        rand = regret_of(UniformRandom(seed), env, 400)[-1]
+        wins += ours < 0.8 * rand
+        assert policy.n_trainings_ > 5
+    assert wins >= 2
+
+
+POLICY_CASES = [
+    ("linucb", {}),
+    ("linucb", {"per_arm": True}),
+    ("sigma2-linucb", {"variance": "oracle"}),
+    ("neural-linucb", SMALL_NET),
+    ("neural-sigma2-linucb", {**SMALL_NET, "loss": "mle", "alpha": "theory"}),
+    ("neural-sigma2-linucb", {**SMALL_NET, "refit_on_update": True, "optimizer": "adam"}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), POLICY_CASES)
+def test_same_seed_same_trajectory(name, params):
+    def trajectory():
+        env = db.make_env("h1", d=5, seed=1)
+        policy = db.make_policy(name, seed=4, **params)
+        result = db.run(policy, env, 150)
+        return result.records
+
+    a, b = trajectory(), trajectory()
+    for col in ("arm", "reward", "mean", "width", "sigma2_used"):
+        np.testing.assert_array_equal(a[col].to_numpy(), b[col].to_numpy())
+
+
+@pytest.mark.parametrize(("name", "params"), POLICY_CASES)
+def test_save_load_continues_identically(name, params, tmp_path):
+    env = db.make_env("h1", d=5, seed=2)
+    policy = db.make_policy(name, seed=3, **params)
+    play(policy, env, 70)
+    path = tmp_path / "policy.pt"
+    policy.save(path)
+    restored = db.load_policy(path)
+    assert type(restored) is type(policy)
+    assert restored.get_params() == policy.get_params()
+    env_state = db.make_env("h1", d=5, seed=2)
+    for _ in range(70):
+        env_state.next_round()
+    arms_a = play(policy, env, 90)
+    arms_b = play(restored, env_state, 90)
+    np.testing.assert_array_equal(arms_a, arms_b)
+    X = env.next_round().contexts
+    for u, v in zip(policy.predict(X), restored.predict(X), strict=True):
+        np.testing.assert_array_equal(u, v)
+
+
+def test_unfitted_policy_round_trips(tmp_path):
+    p = db.NeuralSigma2LinUCB(seed=1, reward_range=(0, 1))
+    p.save(tmp_path / "p.pt")
+    q = db.NeuralSigma2LinUCB.load(tmp_path / "p.pt")
+    assert q.get_params() == p.get_params() and q.n_features_in_ is None
+
+
+def test_range_variance_uses_pre_update_mean():
+    """σ̂²ₜ of Eq. 13 uses θₜ₋₁ (before adding round t), then the floor R²/d is applied."""
+    p = db.Sigma2LinUCB(reward_range=(0.0, 2.0), R=1.0, seed=0)
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    p.select(X)
+    p.update(X, 0, 1.5)
+    assert p.last_update_["sigma2_hat"] == pytest.approx(0.0)  # θ₀ = 0 → (2 − 0)(0 − 0)
+    assert p.last_update_["sigma2"] == pytest.approx(0.5)  # floor R²/d = 1/2
+    mu = float(p.ridge_.theta[0] @ X[0])
+    p.update(X, 0, 1.5)
+    assert p.last_update_["sigma2_hat"] == pytest.approx((2 - mu) * (mu - 0))
+    assert p.last_update_["sigma2"] == pytest.approx(max((2 - mu) * mu, 0.5))
+
+
+def test_oracle_weights_and_schedule():
+    X = np.eye(3)
+    p = db.Sigma2LinUCB(variance="oracle", R=1.0)
+    p.update(X, 1, 0.3, sigma2=2.0)
+    assert p.last_update_["sigma2"] == 2.0
+    np.testing.assert_allclose(p.ridge_.A[0], np.eye(3) + np.diag([0, 0.5, 0]))
+    p.update(X, 1, 0.3, sigma2=0.01)
+    assert p.last_update_["sigma2"] == pytest.approx(1 / 3)
+    s = db.Sigma2LinUCB(variance="schedule", variance_schedule="linear:1:0:3")
+    used = []
+    for _ in range(3):
+        s.update(X, 0, 0.0)
+        used.append(s.last_update_["sigma2"])
+    np.testing.assert_allclose(used, [1.0, 0.5, 1 / 3])
+    with pytest.raises(ValueError, match="has 3 values but round 4"):
+        s.update(X, 0, 0.0)
+
+
+def test_varying_number_of_arms_and_per_arm_mismatch():
+    p = db.LinUCB(seed=0)
+    rng = np.random.default_rng(0)
+    for K in (3, 7, 1, 4):
+        X = rng.standard_normal((K, 4))
+        arm = p.select(X)
+        assert 0 <= arm < K
+        p.update(X, arm, 0.5)
+    q = db.LinUCB(per_arm=True)
+    q.select(rng.standard_normal((3, 4)))
+    with pytest.raises(ValueError, match="fitted with 3 arms, but 5"):
+        q.select(rng.standard_normal((5, 4)))
+
+
+def test_ties_broken_by_seeded_rng():
+    X = np.ones((4, 2))
+    picks = {db.LinUCB(seed=s).select(X) for s in range(30)}
+    assert len(picks) == 4
+    assert db.LinUCB(seed=5).select(X) == db.LinUCB(seed=5).select(X)
+
+
+def test_presets_fix_their_parameters():
+    assert db.NeuralLinGreedy().get_params()["alpha"] == 0.0
+    assert db.NeuralSigma2LinUCB().get_params()["variance"] == "range"
+    assert db.make_policy("neural-sigma2-linucb", variance="oracle").get_params()["variance"] == "oracle"
+    with pytest.raises(ValueError, match="fixes alpha=0.0"):
+        db.NeuralLinGreedy(alpha=1.0)
+    with pytest.raises(ValueError, match="does not allow variance='none'"):
+        db.NeuralSigma2LinUCB(variance="none")
+
+
+def test_paper_code_schedule_trains_every_round_before_t0():
+    p = db.make_policy("neural-linucb", schedule="paper-code")
+    s = p.schedule_
+    assert s.n_trainings(2000) == 2000 and s.n_trainings(10000) == 2000 + 80
+    assert db.make_policy("neural-linucb", schedule="paper").schedule_.n_trainings(10000) == 81
+
+
+def test_run_records_and_saves(tmp_path):
+    env = db.make_env("h1", d=5, seed=0)
+    policy = db.make_policy("neural-sigma2-linucb", seed=0, **SMALL_NET)
+    result = db.run(policy, env, 200, seed=1)
+    rec = result.records
+    assert list(rec.columns) == list(db.experiments.COLUMNS)
+    np.testing.assert_allclose(rec["cum_regret"], np.cumsum(rec["regret"]))
+    assert (rec["regret"] >= 0).all() and (rec["time_train"] > 0).sum() == policy.n_trainings_
+    assert rec["sigma2_used"].min() >= 1.0 / 8 - 1e-12  # floor R²/d′ with d′ = 8
+    csv, js = result.save(tmp_path / "run")
+    back = db.RunResult.load(tmp_path / "run")
+    np.testing.assert_allclose(back.records["cum_regret"], rec["cum_regret"])
+    assert back.config["policy"]["params"]["feature_dim"] == 8 and back.config["seed"] == 1

@@ -1,0 +1,122 @@
+import pickle
+
+import numpy as np
+import pytest
+
+import deepbandits as db
+
+
+@pytest.fixture
+def fitted():
+    p = db.LinUCB(seed=0)
+    p.select(np.eye(3))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("contexts", "message"),
+    [
+        (np.array([[0.0, np.nan, 1.0]]), "NaN or inf"),
+        (np.array([[0.0, np.inf, 1.0]]), "NaN or inf"),
+        (np.ones(3), "2-d array"),
+        (np.ones((2, 3, 1)), "2-d array"),
+        (np.ones((2, 4)), "4 features per arm, but this policy was fitted with 3"),
+        (np.ones((0, 3)), "0 arms"),
+        ("abc", "numeric array"),
+    ],
+)
+def test_bad_contexts(fitted, contexts, message):
+    with pytest.raises(ValueError, match=message):
+        fitted.select(contexts)
+    with pytest.raises(ValueError, match=message):
+        fitted.update(contexts, 0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"arm": 3, "reward": 1.0}, "arm index 3 is out of range for 3 arms"),
+        ({"arm": -1, "reward": 1.0}, "out of range"),
+        ({"arm": 1.5, "reward": 1.0}, "integer"),
+        ({"arm": 0, "reward": float("nan")}, "reward must be finite"),
+        ({"arm": 0, "reward": 1.0, "sigma2": -1.0}, "sigma2 must be >= 0"),
+        ({"arm": 0, "reward": 1.0, "reward_range": (1, 1)}, "a < b"),
+        ({"arm": 0, "reward": 5.0, "reward_range": (0, 1)}, "outside the reward range"),
+    ],
+)
+def test_bad_update(fitted, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        fitted.update(np.eye(3), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        ("linucb", {"alpha": -1}, "alpha must be >= 0"),
+        ("linucb", {"alpha": "big"}, "alpha must be a number"),
+        ("linucb", {"lam": 0}, "lam must be > 0"),
+        ("linucb", {"variance": "magic"}, "unknown variance 'magic'"),
+        ("linucb", {"reward_range": (2, 1)}, "a < b"),
+        ("linucb", {"colour": 1}, "unknown option.*'colour'"),
+        ("neural-linucb", {"loss": "huber"}, "unknown loss 'huber'"),
+        ("neural-linucb", {"schedule": "fast"}, "unknown schedule 'fast'"),
+        ("neural-linucb", {"train_every": 0}, "train_every must be >= 1"),
+        ("neural-linucb", {"device": "tpu"}, "device"),
+        ("neural-linucb", {"hidden_size": 3}, "unknown option.*'hidden_size'"),
+        ("sigma2-linucb", {"variance": "schedule"}, "needs variance_schedule"),
+        ("sigma2-linucb", {"variance": "schedule", "variance_schedule": "linear:1:0"}, "needs a horizon"),
+        ("sigma2-linucb", {"variance": "schedule", "variance_schedule": "cosine"}, "not understood"),
+        ("bandit9000", {}, "unknown policy 'bandit9000'"),
+    ],
+)
+def test_bad_options(name, params, message):
+    with pytest.raises(ValueError, match=message):
+        db.make_policy(name, **params)
+
+
+def test_bad_env_options():
+    with pytest.raises(ValueError, match="unknown environment 'h9'"):
+        db.make_env("h9")
+    with pytest.raises(ValueError, match="unknown option.*'arms'"):
+        db.make_env("h1", arms=3)
+    with pytest.raises(ValueError, match="unknown noise 'pink'"):
+        db.make_env("h1", noise="pink")
+
+
+def test_missing_variance_inputs():
+    X = np.eye(2)
+    with pytest.raises(ValueError, match="needs the oracle"):
+        db.Sigma2LinUCB(variance="oracle").update(X, 0, 1.0)
+    with pytest.raises(ValueError, match="needs a reward range"):
+        db.Sigma2LinUCB().update(X, 0, 1.0)
+
+
+def test_cuda_without_gpu_is_an_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        db.make_policy("neural-linucb", device="cuda")
+
+
+class _Exploit:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def test_loading_never_unpickles_code(tmp_path):
+    path = tmp_path / "evil.pt"
+    import torch
+
+    torch.save({"format": 1, "payload": _Exploit()}, path)
+    with pytest.raises(ValueError, match="not a deepbandits policy file"):
+        db.load_policy(path)
+    raw = tmp_path / "raw.pkl"
+    raw.write_bytes(pickle.dumps(_Exploit()))
+    with pytest.raises(ValueError, match="not a deepbandits policy file"):
+        db.load_policy(raw)
+    with pytest.raises(FileNotFoundError):
+        db.load_policy(tmp_path / "missing.pt")
