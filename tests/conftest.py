@@ -14,10 +14,14 @@ def play(policy, env, T):
     for _ in range(T):
         rnd = env.next_round()
         arm = policy.select(rnd.contexts)
-        policy.update(rnd.contexts, arm, env.reward(arm), sigma2=rnd.sigma2, reward_range=rnd.reward_range)
+        policy.update(
+            rnd.contexts, arm, env.reward(arm), sigma2=rnd.sigma2, reward_range=rnd.reward_range
+        )
         arms.append(arm)
     return np.array(arms)
 
 
 # small neural settings that train several times within a few hundred rounds
-SMALL_NET = dict(hidden=16, feature_dim=8, train_start=60, train_every=20, warmup_every=20, train_steps=15)
+SMALL_NET = dict(
+    hidden=16, feature_dim=8, train_start=60, train_every=20, warmup_every=20, train_steps=15
+)

@@ -12,7 +12,10 @@ def test_parse_spec_and_seeds():
         "neural-sigma2-linucb",
         {"variance": "oracle", "loss": "mle", "alpha": 0.1, "per_arm": True},
     )
-    assert parse_spec("linucb:reward_range=[0,1],horizon=5") == ("linucb", {"reward_range": [0, 1], "horizon": 5})
+    assert parse_spec("linucb:reward_range=[0,1],horizon=5") == (
+        "linucb",
+        {"reward_range": [0, 1], "horizon": 5},
+    )
     assert parse_spec("h1") == ("h1", {})
     assert parse_seeds("0-4") == [0, 1, 2, 3, 4] and parse_seeds("1,3,5") == [1, 3, 5]
     with pytest.raises(ValueError, match="key=value"):
@@ -23,8 +26,21 @@ def test_parse_spec_and_seeds():
 
 def test_compare_writes_table_plot_and_resumes(tmp_path, capsys):
     out = tmp_path / "res"
-    args = ["compare", "--env", "h1:d=5", "--policy", "linucb", "sigma2-linucb:variance=oracle",
-            "--T", "300", "--seeds", "0-1", "--out", str(out), "--no-progress"]
+    args = [
+        "compare",
+        "--env",
+        "h1:d=5",
+        "--policy",
+        "linucb",
+        "sigma2-linucb:variance=oracle",
+        "--T",
+        "300",
+        "--seeds",
+        "0-1",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "final regret" in printed and str(out / "regret.png") in printed

@@ -34,7 +34,10 @@ def test_same_seed_same_stream_and_reset():
     e1, e2 = db.make_env("h1", seed=7), db.make_env("h1", seed=7)
     r1 = [e1.next_round() for _ in range(1500)]
     r2 = [e2.next_round() for _ in range(1500)]
-    assert all(np.array_equal(x.contexts, y.contexts) and x.sigma2 == y.sigma2 for x, y in zip(r1, r2, strict=True))
+    assert all(
+        np.array_equal(x.contexts, y.contexts) and x.sigma2 == y.sigma2
+        for x, y in zip(r1, r2, strict=True)
+    )
     e1.reset()
     assert np.array_equal(e1.next_round().contexts, r1[0].contexts)
     e1.reset(8)

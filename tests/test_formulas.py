@@ -14,7 +14,9 @@ from deepbandits.formulas import (
 
 def test_range_bound_eq13_hand_values():
     # (b - mu)(mu - a) with [a, b] = [0, 1]
-    np.testing.assert_allclose(range_variance_bound([0.5, 0.0, 0.9, 1.2], 0.0, 1.0), [0.25, 0.0, 0.09, -0.24])
+    np.testing.assert_allclose(
+        range_variance_bound([0.5, 0.0, 0.9, 1.2], 0.0, 1.0), [0.25, 0.0, 0.09, -0.24]
+    )
     # [a, b] = [-3, 13], mu = 5: 8 * 8
     assert range_variance_bound(5.0, -3.0, 13.0) == pytest.approx(64.0)
 
@@ -29,7 +31,9 @@ def test_range_bound_is_the_variance_of_a_two_point_law():
 
 def test_floor_sigma_bar():
     assert variance_floor(1.0, 20) == pytest.approx(0.05)
-    np.testing.assert_allclose(floored_variance([0.0, 0.01, 0.3, -2.0], 1.0, 20), [0.05, 0.05, 0.3, 0.05])
+    np.testing.assert_allclose(
+        floored_variance([0.0, 0.01, 0.3, -2.0], 1.0, 20), [0.05, 0.05, 0.3, 0.05]
+    )
     np.testing.assert_allclose(floored_variance(0.1, 2.0, 4), 1.0)
 
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
-from conftest import SMALL_NET, play
 
 import deepbandits as db
+from conftest import SMALL_NET, play
 
 
 class UniformRandom:
@@ -21,7 +21,9 @@ def regret_of(policy, env, T):
     for _ in range(T):
         rnd = env.next_round()
         arm = policy.select(rnd.contexts)
-        policy.update(rnd.contexts, arm, env.reward(arm), sigma2=rnd.sigma2, reward_range=rnd.reward_range)
+        policy.update(
+            rnd.contexts, arm, env.reward(arm), sigma2=rnd.sigma2, reward_range=rnd.reward_range
+        )
         total += rnd.expected_rewards.max() - rnd.expected_rewards[arm]
         curve.append(total)
     return np.array(curve)
@@ -146,7 +148,7 @@ def test_varying_number_of_arms_and_per_arm_mismatch():
         p.update(X, arm, 0.5)
     q = db.LinUCB(per_arm=True)
     q.select(rng.standard_normal((3, 4)))
-    with pytest.raises(ValueError, match="fitted with 3 arms, but 5"):
+    with pytest.raises(ValueError, match=r"fitted with 3 arms, but 5"):
         q.select(rng.standard_normal((5, 4)))
 
 
@@ -160,8 +162,11 @@ def test_ties_broken_by_seeded_rng():
 def test_presets_fix_their_parameters():
     assert db.NeuralLinGreedy().get_params()["alpha"] == 0.0
     assert db.NeuralSigma2LinUCB().get_params()["variance"] == "range"
-    assert db.make_policy("neural-sigma2-linucb", variance="oracle").get_params()["variance"] == "oracle"
-    with pytest.raises(ValueError, match="fixes alpha=0.0"):
+    assert (
+        db.make_policy("neural-sigma2-linucb", variance="oracle").get_params()["variance"]
+        == "oracle"
+    )
+    with pytest.raises(ValueError, match=r"fixes alpha=0\.0"):
         db.NeuralLinGreedy(alpha=1.0)
     with pytest.raises(ValueError, match="does not allow variance='none'"):
         db.NeuralSigma2LinUCB(variance="none")
@@ -183,7 +188,7 @@ def test_run_records_and_saves(tmp_path):
     np.testing.assert_allclose(rec["cum_regret"], np.cumsum(rec["regret"]))
     assert (rec["regret"] >= 0).all() and (rec["time_train"] > 0).sum() == policy.n_trainings_
     assert rec["sigma2_used"].min() >= 1.0 / 8 - 1e-12  # floor R²/d′ with d′ = 8
-    csv, js = result.save(tmp_path / "run")
+    result.save(tmp_path / "run")
     back = db.RunResult.load(tmp_path / "run")
     np.testing.assert_allclose(back.records["cum_regret"], rec["cum_regret"])
     assert back.config["policy"]["params"]["feature_dim"] == 8 and back.config["seed"] == 1

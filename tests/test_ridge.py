@@ -48,7 +48,9 @@ def test_batched_ridge_matches_numpy_solve(n, d, heads, lam, seed):
         A = lam * np.eye(d) + (X[sel] * w[sel, None]).T @ X[sel]
         b = (X[sel] * w[sel, None]).T @ r[sel]
         np.testing.assert_allclose(mean[k], Q[k] @ np.linalg.solve(A, b), rtol=1e-7, atol=1e-9)
-        np.testing.assert_allclose(width[k] ** 2, Q[k] @ np.linalg.solve(A, Q[k]), rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(
+            width[k] ** 2, Q[k] @ np.linalg.solve(A, Q[k]), rtol=1e-7, atol=1e-9
+        )
 
 
 def test_weighted_ridge_minimises_eq9_objective():

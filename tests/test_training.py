@@ -49,7 +49,14 @@ def test_explicit_backward_step_equals_autograd_step(loss, optimizer):
     A_inv = np.eye(4)[None] * 0.5
     opt = make_optimizer(optimizer, net.parameters(), 1e-2, 0.1)
     train_feature_map(
-        net, hist, theta, A_inv, loss=loss, steps=1, batch_size=8, optimizer=opt,
+        net,
+        hist,
+        theta,
+        A_inv,
+        loss=loss,
+        steps=1,
+        batch_size=8,
+        optimizer=opt,
         generator=torch.Generator().manual_seed(5),
     )
     idx = torch.randint(0, n, (1, 8), generator=torch.Generator().manual_seed(5))[0]

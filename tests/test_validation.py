@@ -64,8 +64,16 @@ def test_bad_update(fitted, kwargs, message):
         ("neural-linucb", {"device": "tpu"}, "device"),
         ("neural-linucb", {"hidden_size": 3}, "unknown option.*'hidden_size'"),
         ("sigma2-linucb", {"variance": "schedule"}, "needs variance_schedule"),
-        ("sigma2-linucb", {"variance": "schedule", "variance_schedule": "linear:1:0"}, "needs a horizon"),
-        ("sigma2-linucb", {"variance": "schedule", "variance_schedule": "cosine"}, "not understood"),
+        (
+            "sigma2-linucb",
+            {"variance": "schedule", "variance_schedule": "linear:1:0"},
+            "needs a horizon",
+        ),
+        (
+            "sigma2-linucb",
+            {"variance": "schedule", "variance_schedule": "cosine"},
+            "not understood",
+        ),
         ("bandit9000", {}, "unknown policy 'bandit9000'"),
     ],
 )
@@ -77,7 +85,7 @@ def test_bad_options(name, params, message):
 def test_bad_env_options():
     with pytest.raises(ValueError, match="unknown environment 'h9'"):
         db.make_env("h9")
-    with pytest.raises(ValueError, match="unknown option.*'arms'"):
+    with pytest.raises(ValueError, match=r"unknown option.*'arms'"):
         db.make_env("h1", arms=3)
     with pytest.raises(ValueError, match="unknown noise 'pink'"):
         db.make_env("h1", noise="pink")

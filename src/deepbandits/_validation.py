@@ -20,7 +20,9 @@ def check_contexts(contexts: ArrayLike, n_features: int | None = None) -> NDArra
     try:
         arr = np.asarray(contexts, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"contexts must be a numeric array, got {type(contexts).__name__}") from exc
+        raise ValueError(
+            f"contexts must be a numeric array, got {type(contexts).__name__}"
+        ) from exc
     if arr.ndim != 2:
         raise ValueError(
             f"contexts must be a 2-d array of shape (n_arms, n_features), got shape {arr.shape}"
@@ -46,7 +48,9 @@ def check_arm(arm: Any, n_arms: int) -> int:
     if isinstance(arm, bool) or not isinstance(arm, int | np.integer):
         raise ValueError(f"arm must be an integer index, got {arm!r}")
     if not 0 <= int(arm) < n_arms:
-        raise ValueError(f"arm index {arm} is out of range for {n_arms} arms (valid: 0..{n_arms - 1})")
+        raise ValueError(
+            f"arm index {arm} is out of range for {n_arms} arms (valid: 0..{n_arms - 1})"
+        )
     return int(arm)
 
 
@@ -83,7 +87,9 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     """Validate a string option against its allowed values."""
     options = tuple(choices)
     if value not in options:
-        raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(map(repr, options))}")
+        raise ValueError(
+            f"unknown {name} {value!r}; expected one of {', '.join(map(repr, options))}"
+        )
     return str(value)
 
 

@@ -19,7 +19,11 @@ SPEC_HELP = (
 
 
 def _common(p: argparse.ArgumentParser, *, T: int, seeds: str, env: str = "h1") -> None:
-    p.add_argument("--env", default=env, help=f"environment, {SPEC_HELP} (default: {env}); names: {', '.join(env_names())}")
+    p.add_argument(
+        "--env",
+        default=env,
+        help=f"environment, {SPEC_HELP} (default: {env}); names: {', '.join(env_names())}",
+    )
     p.add_argument("--T", type=int, default=T, help=f"rounds per run (default: {T})")
     p.add_argument("--seeds", default=seeds, help=f"seeds, e.g. 0-4 or 1,3,5 (default: {seeds})")
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel processes (default: 1)")
@@ -33,21 +37,62 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p_run = sub.add_parser("run", help="run one policy over several seeds", description="Run one policy on one environment for each seed; write per-round CSV + JSON, a summary table and a regret plot.")
-    p_run.add_argument("--policy", required=True, help=f"policy, {SPEC_HELP}; names: {', '.join(policy_names())}")
-    p_run.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results)")
+    p_run = sub.add_parser(
+        "run",
+        help="run one policy over several seeds",
+        description=(
+            "Run one policy on one environment for each seed; write per-round CSV + JSON, "
+            "a summary table and a regret plot."
+        ),
+    )
+    p_run.add_argument(
+        "--policy", required=True, help=f"policy, {SPEC_HELP}; names: {', '.join(policy_names())}"
+    )
+    p_run.add_argument(
+        "--out", type=Path, default=Path("results"), help="output folder (default: results)"
+    )
     _common(p_run, T=10000, seeds="0")
 
-    p_cmp = sub.add_parser("compare", help="compare several policies on the same seeds", description="Run several policies on one environment and the same seeds; print the table of final regret (mean ± std) and plot cumulative regret with mean ± std bands.")
-    p_cmp.add_argument("--policy", "--policies", dest="policies", nargs="+", required=True, metavar="POLICY", help=f"policies, each {SPEC_HELP}; 'all' for every registered policy")
-    p_cmp.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results)")
+    p_cmp = sub.add_parser(
+        "compare",
+        help="compare several policies on the same seeds",
+        description=(
+            "Run several policies on one environment and the same seeds; print the table of "
+            "final regret (mean ± std) and plot cumulative regret with mean ± std bands."
+        ),
+    )
+    p_cmp.add_argument(
+        "--policy",
+        "--policies",
+        dest="policies",
+        nargs="+",
+        required=True,
+        metavar="POLICY",
+        help=f"policies, each {SPEC_HELP}; 'all' for every registered policy",
+    )
+    p_cmp.add_argument(
+        "--out", type=Path, default=Path("results"), help="output folder (default: results)"
+    )
     _common(p_cmp, T=10000, seeds="0-4")
 
-    p_demo = sub.add_parser("demo", help="the README's demo comparison", description=f"Compare {', '.join(DEMO_POLICIES)} on h1 (3 seeds).")
-    p_demo.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder (default: results/demo)")
+    p_demo = sub.add_parser(
+        "demo",
+        help="the README's demo comparison",
+        description=f"Compare {', '.join(DEMO_POLICIES)} on h1 (3 seeds).",
+    )
+    p_demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results/demo"),
+        help="output folder (default: results/demo)",
+    )
     _common(p_demo, T=5000, seeds="0-2")
 
-    sub.add_parser("list", help="list registered policies and environments", description="Print the registry names accepted by --policy and --env.")
+    sub.add_parser(
+        "list",
+        help="list registered policies and environments",
+        description="Print the registry names accepted by --policy and --env.",
+    )
     return parser
 
 
@@ -66,7 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         seeds = parse_seeds(args.seeds)
         summary = compare(
-            policies, args.env, seeds, args.T, args.out, jobs=args.jobs, progress=not args.no_progress
+            policies,
+            args.env,
+            seeds,
+            args.T,
+            args.out,
+            jobs=args.jobs,
+            progress=not args.no_progress,
         )
     except ValueError as exc:
         print(f"deepbandits: error: {exc}", file=sys.stderr)

@@ -55,8 +55,10 @@ def theory_alpha(
     log_term = math.log(4.0 * t * t / delta)
     inner = 1.0 + t * d * math.log(max(H * K, 2)) / (sigma2_bar * d * lam)
     sigma_bar = math.sqrt(sigma2_bar)
-    return 8.0 * math.sqrt(d * math.log(inner) * log_term) + 4.0 * R / sigma_bar * log_term + (
-        math.sqrt(lam) * M
+    return (
+        8.0 * math.sqrt(d * math.log(inner) * log_term)
+        + 4.0 * R / sigma_bar * log_term
+        + (math.sqrt(lam) * M)
     )
 
 

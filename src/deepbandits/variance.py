@@ -77,7 +77,9 @@ def round_variance(
         return 1.0, float("nan")
     if source == "oracle":
         if oracle is None:
-            raise ValueError("variance='oracle' needs the oracle σ² of each round: update(..., sigma2=v)")
+            raise ValueError(
+                "variance='oracle' needs the oracle σ² of each round: update(..., sigma2=v)"
+            )
         raw = oracle
     elif source == "range":
         if reward_range is None:

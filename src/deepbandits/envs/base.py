@@ -32,7 +32,7 @@ class Round:
 
 
 class Environment(ABC):
-    """A contextual bandit environment: :meth:`next_round`, then :meth:`reward` of the arm played."""
+    """A contextual bandit environment: :meth:`next_round`, then :meth:`reward` of an arm."""
 
     @abstractmethod
     def reset(self, seed: int | None = None) -> Environment:

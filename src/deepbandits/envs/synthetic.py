@@ -152,7 +152,9 @@ class SyntheticEnv(Environment):
 
     def noise_bound(self) -> float:
         """R_env = truncate × the largest standard deviation of the schedule."""
-        s_max = {"uniform": 1.0, "rising": 10.0, "falling": 2.0, "fixed": self.noise_std}[self.noise]
+        s_max = {"uniform": 1.0, "rising": 10.0, "falling": 2.0, "fixed": self.noise_std}[
+            self.noise
+        ]
         return self.truncate * s_max
 
     def _fill_block(self) -> None:

@@ -98,7 +98,8 @@ def compare(
             bar.update()
     bar.close()
     results = {
-        spec: [RunResult.load(out / label_of(spec) / f"seed_{s}") for s in seeds] for spec in policy_specs
+        spec: [RunResult.load(out / label_of(spec) / f"seed_{s}") for s in seeds]
+        for spec in policy_specs
     }
     summary = summarize(results)
     summary.to_csv(out / "summary.csv", index=False)
@@ -127,7 +128,10 @@ def summarize(results: dict[str, list[RunResult]]) -> pd.DataFrame:
 
 def format_table(summary: pd.DataFrame) -> str:
     """A Markdown table of a summary."""
-    lines = ["| policy | seeds | T | final regret (mean ± std) | wall time per run (s) |", "|---|---|---|---|---|"]
+    lines = [
+        "| policy | seeds | T | final regret (mean ± std) | wall time per run (s) |",
+        "|---|---|---|---|---|",
+    ]
     for row in summary.itertuples():
         lines.append(
             f"| {row.policy} | {row.seeds} | {row.T} | {row.final_regret_mean:.1f} ± "

@@ -43,7 +43,7 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"neural-sigma2-linucb:variance=oracle,loss=mle"`` → ``(name, {"variance": "oracle", ...})``.
+    """``"linucb:alpha=0.1,per_arm=true"`` → ``("linucb", {"alpha": 0.1, "per_arm": True})``.
 
     Lists are written in brackets: ``reward_range=[0,1]``.
     """

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import torch
 from torch import nn
 
@@ -38,7 +40,7 @@ class MLP(nn.Module):
     ) -> None:
         super().__init__()
         sizes = [in_dim] + [hidden] * (n_layers - 1) + [feature_dim]
-        self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in zip(sizes[:-1], sizes[1:], strict=True))
+        self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in pairwise(sizes))
         if generator is not None:
             with torch.no_grad():
                 for layer in self.layers:

@@ -47,7 +47,9 @@ class TrainSchedule:
 #: round before t₀. ``default``: chosen by measurement (README, "Choosing the default schedule").
 SCHEDULES: dict[str, TrainSchedule] = {
     "paper": TrainSchedule(train_every=100, train_start=2000, warmup_every=0, train_steps=1000),
-    "paper-code": TrainSchedule(train_every=100, train_start=2000, warmup_every=1, train_steps=1000),
+    "paper-code": TrainSchedule(
+        train_every=100, train_start=2000, warmup_every=1, train_steps=1000
+    ),
     "default": TrainSchedule(train_every=100, train_start=2000, warmup_every=100, train_steps=1000),
 }
 

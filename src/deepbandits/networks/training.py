@@ -48,7 +48,9 @@ class History:
         self.heads[i] = head
         self.size += 1
 
-    def view(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+    def view(
+        self,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
         n = self.size
         return self.contexts[:n], self.rewards[:n], self.weights[:n], self.heads[:n]
 

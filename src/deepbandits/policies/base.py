@@ -162,7 +162,9 @@ class Policy(ABC):
     def _index(self, X: NDArray[np.float64]) -> NDArray[np.float64]: ...
 
     @abstractmethod
-    def _predict(self, X: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+    def _predict(
+        self, X: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
 
     @abstractmethod
     def _learn(
@@ -197,9 +199,8 @@ class Policy(ABC):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state produced by :meth:`state_dict` of a policy with the same parameters."""
         if state.get("class") != type(self).__name__:
-            raise ValueError(
-                f"state was saved from {state.get('class')!r}, cannot load into {type(self).__name__}"
-            )
+            saved, here = state.get("class"), type(self).__name__
+            raise ValueError(f"state was saved from {saved!r}, cannot load into {here}")
         self.reset()
         self._rng.bit_generator.state = json.loads(state["rng"])
         if state["n_features_in"] is not None:

@@ -104,7 +104,9 @@ class LinUCB(Policy):
         p = self._params
         if p["alpha"] != "theory":
             if isinstance(p["alpha"], str):
-                raise ValueError(f"alpha must be a number >= 0 or 'theory', but {p['alpha']!r} is given")
+                raise ValueError(
+                    f"alpha must be a number >= 0 or 'theory', but {p['alpha']!r} is given"
+                )
             check_positive(p["alpha"], "alpha", allow_zero=True)
         check_positive(p["lam"], "lam")
         check_positive(p["R"], "R")
@@ -125,7 +127,9 @@ class LinUCB(Policy):
         self._schedule: Array | None = None
         if p["variance"] == "schedule":
             if p["variance_schedule"] is None:
-                raise ValueError("variance='schedule' needs variance_schedule (e.g. 'linear:1:0:10000')")
+                raise ValueError(
+                    "variance='schedule' needs variance_schedule (e.g. 'linear:1:0:10000')"
+                )
             self._schedule = parse_variance_schedule(p["variance_schedule"], p["horizon"])
         elif p["variance_schedule"] is not None:
             raise ValueError("variance_schedule is only used with variance='schedule'")
@@ -164,7 +168,11 @@ class LinUCB(Policy):
 
     def _phi(self, X: Array) -> Array:
         """Features of ``X``, reusing those of the last call when the contexts are the same."""
-        if self._cache is not None and self._cache[0].shape == X.shape and np.array_equal(self._cache[0], X):
+        if (
+            self._cache is not None
+            and self._cache[0].shape == X.shape
+            and np.array_equal(self._cache[0], X)
+        ):
             return self._cache[1]
         phi = self._features(X)
         self._cache = (X.copy(), phi)
@@ -212,9 +220,13 @@ class LinUCB(Policy):
         reward_range: tuple[float, float] | None,
     ) -> None:
         p = self._params
-        rng_ab = check_reward_range(reward_range) if reward_range is not None else self._reward_range
+        rng_ab = (
+            check_reward_range(reward_range) if reward_range is not None else self._reward_range
+        )
         if rng_ab is not None and not rng_ab[0] <= reward <= rng_ab[1]:
-            raise ValueError(f"reward {reward} is outside the reward range [{rng_ab[0]}, {rng_ab[1]}]")
+            raise ValueError(
+                f"reward {reward} is outside the reward range [{rng_ab[0]}, {rng_ab[1]}]"
+            )
         heads = self._heads(X.shape[0])
         head = 0 if heads is None else arm
         assert self.ridge_ is not None
@@ -255,7 +267,9 @@ class LinUCB(Policy):
     def _load_state(self, state: dict[str, Any]) -> None:
         ridge = state["ridge"]
         if ridge is not None:
-            ridge = {k: as_numpy(v) if k in ("A", "A_inv", "b", "theta") else v for k, v in ridge.items()}
+            ridge = {
+                k: as_numpy(v) if k in ("A", "A_inv", "b", "theta") else v for k, v in ridge.items()
+            }
             ridge["n_updates"] = as_numpy(ridge["n_updates"], np.int64)
             self.ridge_ = RidgeState.from_state_dict(ridge)
         self._last_sigma2_bar = float(state["last_sigma2_bar"])

@@ -9,7 +9,6 @@ whole history with θ fixed (Eq. 6 or Eq. 14).
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,7 +17,13 @@ import torch
 from deepbandits._validation import check_choice, check_int, check_positive
 from deepbandits.networks.mlp import MLP
 from deepbandits.networks.schedule import resolve_schedule
-from deepbandits.networks.training import LOSSES, OPTIMIZERS, History, make_optimizer, train_feature_map
+from deepbandits.networks.training import (
+    LOSSES,
+    OPTIMIZERS,
+    History,
+    make_optimizer,
+    train_feature_map,
+)
 from deepbandits.policies.base import Preset, as_numpy
 from deepbandits.policies.linucb import Array, LinUCB
 
@@ -137,10 +142,15 @@ class NeuralLinearBandit(LinUCB):
         check_positive(p["lr"], "lr")
         check_positive(p["weight_decay"], "weight_decay", allow_zero=True)
         if not isinstance(p["refit_on_update"], bool):
-            raise ValueError(f"refit_on_update must be True or False, but {p['refit_on_update']!r} is given")
+            raise ValueError(
+                f"refit_on_update must be True or False, but {p['refit_on_update']!r} is given"
+            )
         self.schedule_ = resolve_schedule(
             p["schedule"],
-            {k: p[k] for k in ("train_every", "train_start", "warmup_every", "train_steps", "batch_size")},
+            {
+                k: p[k]
+                for k in ("train_every", "train_start", "warmup_every", "train_steps", "batch_size")
+            },
         )
         self.device_ = check_device(p["device"])
 
@@ -156,11 +166,17 @@ class NeuralLinearBandit(LinUCB):
         seed = p["seed"]
         self._torch_gen = torch.Generator()
         self._torch_gen.manual_seed(
-            int(np.random.SeedSequence(seed).generate_state(1)[0]) if seed is not None else torch.seed()
+            int(np.random.SeedSequence(seed).generate_state(1)[0])
+            if seed is not None
+            else torch.seed()
         )
-        self.network_ = MLP(X.shape[1], p["hidden"], p["n_layers"], p["feature_dim"], self._torch_gen)
+        self.network_ = MLP(
+            X.shape[1], p["hidden"], p["n_layers"], p["feature_dim"], self._torch_gen
+        )
         self.network_.to(self.device_).eval()
-        self._optimizer = make_optimizer(p["optimizer"], self.network_.parameters(), p["lr"], p["weight_decay"])
+        self._optimizer = make_optimizer(
+            p["optimizer"], self.network_.parameters(), p["lr"], p["weight_decay"]
+        )
         self.history_ = History(X.shape[1])
         self.n_trainings_ = 0
         self.last_loss_ = float("nan")
