@@ -50,7 +50,7 @@ SCHEDULES: dict[str, TrainSchedule] = {
     "paper-code": TrainSchedule(
         train_every=100, train_start=2000, warmup_every=1, train_steps=1000
     ),
-    "default": TrainSchedule(train_every=100, train_start=2000, warmup_every=100, train_steps=1000),
+    "default": TrainSchedule(train_every=100, train_start=2000, warmup_every=50, train_steps=1000),
 }
 
 
