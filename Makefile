@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/deepbandits demo --out results/demo
+	$(VENV)/bin/deepbandits demo --out results/demo --jobs 2
 
 test: $(STAMP)
 	$(PY) -m pytest

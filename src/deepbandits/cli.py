@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("results/demo"),
         help="output folder (default: results/demo)",
     )
-    _common(p_demo, T=5000, seeds="0-2")
+    _common(p_demo, T=10000, seeds="0-2")
 
     sub.add_parser(
         "list",
