@@ -62,3 +62,18 @@ def test_cli_errors_are_clear(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     assert "--policy" in capsys.readouterr().out
+
+
+def test_parallel_jobs_give_the_same_runs(tmp_path):
+    common = ["--env", "h1:d=4", "--T", "120", "--seeds", "0-1", "--no-progress", "--policy"]
+    spec = "neural-linucb:hidden=8,feature_dim=4,train_start=40,warmup_every=20,train_steps=5"
+    assert main(["compare", *common, spec, "--out", str(tmp_path / "a")]) == 0
+    assert main(["compare", *common, spec, "--jobs", "2", "--out", str(tmp_path / "b")]) == 0
+    for seed in (0, 1):
+        name = f"{spec.replace(':', '__').replace(',', '_')}/seed_{seed}.csv"
+        a = pd.read_csv(tmp_path / "a" / name)
+        b = pd.read_csv(tmp_path / "b" / name)
+        pd.testing.assert_frame_equal(
+            a.drop(columns=["time_select", "time_update", "time_train"]),
+            b.drop(columns=["time_select", "time_update", "time_train"]),
+        )

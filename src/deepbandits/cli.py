@@ -18,7 +18,10 @@ SPEC_HELP = (
 )
 
 
-def _common(p: argparse.ArgumentParser, *, T: int, seeds: str, env: str = "h1") -> None:
+def _common(
+    p: argparse.ArgumentParser, *, T: int, seeds: str, out: str = "results", env: str = "h1"
+) -> None:
+    p.add_argument("--out", type=Path, default=Path(out), help=f"output folder (default: {out})")
     p.add_argument(
         "--env",
         default=env,
@@ -48,9 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument(
         "--policy", required=True, help=f"policy, {SPEC_HELP}; names: {', '.join(policy_names())}"
     )
-    p_run.add_argument(
-        "--out", type=Path, default=Path("results"), help="output folder (default: results)"
-    )
     _common(p_run, T=10000, seeds="0")
 
     p_cmp = sub.add_parser(
@@ -70,9 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="POLICY",
         help=f"policies, each {SPEC_HELP}; 'all' for every registered policy",
     )
-    p_cmp.add_argument(
-        "--out", type=Path, default=Path("results"), help="output folder (default: results)"
-    )
     _common(p_cmp, T=10000, seeds="0-4")
 
     p_demo = sub.add_parser(
@@ -80,13 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the README's demo comparison",
         description=f"Compare {', '.join(DEMO_POLICIES)} on h1 (3 seeds).",
     )
-    p_demo.add_argument(
-        "--out",
-        type=Path,
-        default=Path("results/demo"),
-        help="output folder (default: results/demo)",
-    )
-    _common(p_demo, T=10000, seeds="0-2")
+    _common(p_demo, T=10000, seeds="0-2", out="results/demo")
 
     sub.add_parser(
         "list",

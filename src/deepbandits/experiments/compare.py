@@ -13,6 +13,7 @@ interrupted comparison loses nothing and resumes where it stopped.
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -88,7 +89,8 @@ def compare(
                 todo.append(Job(spec, env_spec, seed, T, stem))
     bar = tqdm(total=len(todo), desc="runs", disable=not progress or not todo)
     if jobs > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             for _ in pool.map(run_job, todo):
                 bar.update()
     else:
