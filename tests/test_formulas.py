@@ -5,7 +5,6 @@ import pytest
 
 from deepbandits.formulas import (
     floored_variance,
-    gaussian_nll,
     range_variance_bound,
     theory_alpha,
     variance_floor,
@@ -50,8 +49,3 @@ def test_theory_alpha_hand_computed():
     # grows with t, shrinks with sigma-bar
     assert theory_alpha(100, d=d, sigma2_bar=s2) > theory_alpha(10, d=d, sigma2_bar=s2)
     assert theory_alpha(10, d=d, sigma2_bar=1.0) < theory_alpha(10, d=d, sigma2_bar=0.1)
-
-
-def test_gaussian_nll():
-    assert gaussian_nll(0.0, 1.0) == pytest.approx(0.5 * math.log(2 * math.pi))
-    assert gaussian_nll(2.0, 4.0) == pytest.approx(0.5 * math.log(8 * math.pi) + 0.5)

@@ -115,6 +115,7 @@ class _Exploit:
         return (os.system, ("echo pwned > /dev/null",))
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 def test_loading_never_unpickles_code(tmp_path):
     path = tmp_path / "evil.pt"
     import torch

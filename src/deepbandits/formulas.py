@@ -2,8 +2,9 @@
 
 Equation numbers refer to Bui et al., "Variance-Aware Linear UCB with Deep Representation for
 Neural Contextual Bandits" (the LaTeX source in ``shared/paper``): Eq. 10 is the weighted ridge
-statistics (``eq:a_t_b_t_ours``), Eq. 13 the variance bound estimate (``eq:est_sigma``), Eq. 14
-the Gaussian likelihood loss (``eq:MLE``); Theorem 4.1 gives the exploration rate alpha_t.
+statistics (``eq:a_t_b_t_ours``), Eq. 13 the variance bound estimate (``eq:est_sigma``);
+Theorem 4.1 gives the exploration rate alpha_t. (Eq. 14's likelihood is a training loss and lives
+in :mod:`deepbandits.networks.training`.)
 """
 
 from __future__ import annotations
@@ -60,10 +61,3 @@ def theory_alpha(
         + 4.0 * R / sigma_bar * log_term
         + (math.sqrt(lam) * M)
     )
-
-
-def gaussian_nll(residual: ArrayLike, variance: ArrayLike) -> NDArray[np.float64]:
-    """Per-sample Gaussian negative log-likelihood ½ log(2π v) + r²/(2v) (the summand of Eq. 14)."""
-    v = np.asarray(variance, dtype=np.float64)
-    r = np.asarray(residual, dtype=np.float64)
-    return 0.5 * np.log(2.0 * np.pi * v) + r * r / (2.0 * v)

@@ -7,7 +7,7 @@ minibatch steps of ``batch_size`` samples.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from deepbandits._validation import check_choice, check_int
@@ -37,9 +37,6 @@ class TrainSchedule:
     def n_trainings(self, T: int) -> int:
         """How many trainings a run of ``T`` rounds performs."""
         return sum(self.should_train(t) for t in range(1, T + 1))
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 #: Named schedules. ``paper``: Appendix B (every H = 100 rounds from t₀ = 2000, n = 1000 steps,
