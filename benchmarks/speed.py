@@ -53,6 +53,7 @@ def main() -> None:
     T_rate = 3000 if args.quick else 5000
     T_full = 3000 if args.quick else 10000
     print(f"torch {torch.__version__}, numpy {np.__version__}, threads {torch.get_num_threads()}\n")
+    rounds_per_second("neural-linucb", 500)  # warm-up: torch's first calls are slow
     print("| policy | select+update rounds/s (training excluded) | seconds per network update |")
     print("|---|---|---|")
     for name in db.policy_names():

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deepbandits._validation import check_choice, check_int, check_positive
+from deepbandits._validation import check_arm, check_choice, check_int, check_positive
 from deepbandits.envs.base import Environment, Round
 
 REWARD_FUNCTIONS = ("h1", "h2", "h3", "linear")
@@ -191,6 +191,5 @@ class SyntheticEnv(Environment):
         if self._current is None:
             raise RuntimeError("call next_round() before reward()")
         i = self._current
-        if not 0 <= arm < self.n_arms:
-            raise ValueError(f"arm index {arm} is out of range for {self.n_arms} arms")
+        arm = check_arm(arm, self.n_arms)
         return float(self._expected[i, arm] + self._noise[i])
