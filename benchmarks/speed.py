@@ -35,7 +35,7 @@ def rounds_per_second(name: str, T: int) -> tuple[float, float]:
 
 def full_run(schedule: str, T: int) -> tuple[float, float, int]:
     env = db.make_env("h1", seed=0)
-    policy = db.make_policy("neural-sigma2-linucb", seed=0, schedule=schedule)
+    policy = db.make_policy("neural-sigma2-linucb", seed=0, train_schedule=schedule)
     start = time.perf_counter()
     result = db.run(policy, env, T)
     return time.perf_counter() - start, result.final_regret, policy.n_trainings_

@@ -128,7 +128,7 @@ def test_oracle_weights_and_schedule():
     np.testing.assert_allclose(p.ridge_.A[0], np.eye(3) + np.diag([0, 0.5, 0]))
     p.update(X, 1, 0.3, sigma2=0.01)
     assert p.last_update_["sigma2"] == pytest.approx(1 / 3)
-    s = db.Sigma2LinUCB(variance="schedule", variance_schedule="linear:1:0:3")
+    s = db.Sigma2LinUCB(variance="schedule", schedule="linear:1:0:3")
     used = []
     for _ in range(3):
         s.update(X, 0, 0.0)
@@ -173,10 +173,11 @@ def test_presets_fix_their_parameters():
 
 
 def test_paper_code_schedule_trains_every_round_before_t0():
-    p = db.make_policy("neural-linucb", schedule="paper-code")
-    s = p.schedule_
+    p = db.make_policy("neural-linucb", train_schedule="paper-code")
+    s = p.train_schedule_
     assert s.n_trainings(2000) == 2000 and s.n_trainings(10000) == 2000 + 80
-    assert db.make_policy("neural-linucb", schedule="paper").schedule_.n_trainings(10000) == 81
+    paper = db.make_policy("neural-linucb", train_schedule="paper")
+    assert paper.train_schedule_.n_trainings(10000) == 81
 
 
 def test_run_records_and_saves(tmp_path):

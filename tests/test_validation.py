@@ -59,19 +59,14 @@ def test_bad_update(fitted, kwargs, message):
         ("linucb", {"reward_range": (2, 1)}, "a < b"),
         ("linucb", {"colour": 1}, "unknown option.*'colour'"),
         ("neural-linucb", {"loss": "huber"}, "unknown loss 'huber'"),
-        ("neural-linucb", {"schedule": "fast"}, "unknown schedule 'fast'"),
+        ("neural-linucb", {"train_schedule": "fast"}, "unknown train_schedule 'fast'"),
         ("neural-linucb", {"train_every": 0}, "train_every must be >= 1"),
         ("neural-linucb", {"device": "tpu"}, "device"),
         ("neural-linucb", {"hidden_size": 3}, "unknown option.*'hidden_size'"),
-        ("sigma2-linucb", {"variance": "schedule"}, "needs variance_schedule"),
+        ("sigma2-linucb", {"variance": "schedule"}, "needs schedule"),
         (
             "sigma2-linucb",
-            {"variance": "schedule", "variance_schedule": "linear:1:0"},
-            "needs a horizon",
-        ),
-        (
-            "sigma2-linucb",
-            {"variance": "schedule", "variance_schedule": "cosine"},
+            {"variance": "schedule", "schedule": "cosine"},
             "not understood",
         ),
         ("bandit9000", {}, "unknown policy 'bandit9000'"),
@@ -129,3 +124,27 @@ def test_loading_never_unpickles_code(tmp_path):
         db.load_policy(raw)
     with pytest.raises(FileNotFoundError):
         db.load_policy(tmp_path / "missing.pt")
+
+
+def test_schedule_without_horizon_fails_at_first_round_and_runner_supplies_it():
+    policy = db.make_policy("sigma2-linucb", variance="schedule", schedule="linear:1:0")
+    with pytest.raises(ValueError, match="needs a horizon"):
+        policy.select(np.eye(3))
+    result = db.run(policy, db.make_env("linear", d=3, n_arms=3), T=20, seed=0)
+    assert policy.get_params()["horizon"] == 20
+    # σ² falls linearly from 1 to 0 over the 20 rounds, floored at R²/d = 1/3
+    expected = np.maximum(np.linspace(1, 0, 20), 1 / 3)
+    np.testing.assert_allclose(result.records["sigma2_used"], expected)
+
+
+def test_set_params_validates_and_keeps_presets():
+    policy = db.make_policy("neural-linucb")
+    with pytest.raises(ValueError, match="fixes variance='none'"):
+        policy.set_params(variance="range")
+    with pytest.raises(ValueError, match="no parameter 'colour'"):
+        policy.set_params(colour=1)
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        policy.set_params(lr=-1.0)
+    assert policy.get_params()["lr"] == 1e-2
+    policy.set_params(lr=0.5)
+    assert policy.get_params()["lr"] == 0.5

@@ -24,7 +24,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from deepbandits.envs import make_env
-from deepbandits.experiments.runner import RunResult, run
+from deepbandits.experiments.runner import RunResult, give_horizon, run
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import make_policy
 
@@ -43,13 +43,13 @@ def label_of(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", spec.replace(":", "__"))
 
 
-def check_specs(policy_specs: list[str], env_spec: str) -> None:
+def check_specs(policy_specs: list[str], env_spec: str, T: int) -> None:
     """Build each policy and the environment once, so bad options fail before any run starts."""
     env_name, env_params = parse_spec(env_spec)
     make_env(env_name, **env_params)
     for spec in policy_specs:
         name, params = parse_spec(spec)
-        make_policy(name, **params)
+        give_horizon(make_policy(name, **params), T)
 
 
 def run_job(job: Job, progress: bool = False) -> Path:
@@ -80,7 +80,7 @@ def compare(
 ) -> pd.DataFrame:
     """Run every policy on every seed (skipping finished runs) and summarise; see module doc."""
     out = Path(out)
-    check_specs(policy_specs, env_spec)
+    check_specs(policy_specs, env_spec, T)
     todo = []
     for spec in policy_specs:
         for seed in seeds:

@@ -73,6 +73,16 @@ class RunResult:
         return cls(records, config)
 
 
+def give_horizon(policy: Policy, T: int) -> None:
+    """Set the policy's ``horizon`` parameter to ``T`` when it has one and it was not given.
+
+    Horizon-dependent settings (σ² schedules ``"linear:1:0"``, SAVE's layers) then follow the
+    run's length; a horizon given explicitly is kept.
+    """
+    if "horizon" in policy.get_params() and policy.get_params()["horizon"] is None:
+        policy.set_params(horizon=T)
+
+
 def run(
     policy: Policy,
     env: Environment,
@@ -84,10 +94,12 @@ def run(
     """Play ``T`` rounds of ``policy`` on ``env`` and record each (see :data:`COLUMNS`).
 
     With ``seed``, both are reset first (``env.reset(seed)``, ``policy.reset(seed)``), so one
-    seed fixes the whole trajectory. The environment's oracle σ²ₜ is passed to ``update`` each
+    seed fixes the whole trajectory. A policy with an unset ``horizon`` gets ``horizon=T``
+    (:func:`give_horizon`). The environment's oracle σ²ₜ is passed to ``update`` each
     round, and so is its declared reward range unless the policy was given one.
     """
     T = check_int(T, "T", minimum=1)
+    give_horizon(policy, T)
     if seed is not None:
         env.reset(seed)
         policy.reset(seed)

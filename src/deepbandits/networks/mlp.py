@@ -23,6 +23,10 @@ class MLP(nn.Module):
         Output (feature) dimension d′ on which the ridge head acts.
     generator : torch.Generator, optional
         Source of the initial weights, so that a seed fixes the network.
+    output_activation : bool, default=True
+        Apply the ReLU to the last layer too (Eq. 7, the feature map φ of the neural-linear
+        family). ``False`` gives a network whose last layer is linear, as the scalar reward
+        model f(x; w) of NeuralUCB, NeuralTS and BootstrappedNN needs.
 
     Notes
     -----
@@ -37,8 +41,10 @@ class MLP(nn.Module):
         n_layers: int = 2,
         feature_dim: int = 20,
         generator: torch.Generator | None = None,
+        output_activation: bool = True,
     ) -> None:
         super().__init__()
+        self.output_activation = output_activation
         sizes = [in_dim] + [hidden] * (n_layers - 1) + [feature_dim]
         self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in pairwise(sizes))
         if generator is not None:
@@ -52,7 +58,17 @@ class MLP(nn.Module):
     def feature_dim(self) -> int:
         return self.layers[-1].out_features
 
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def activated(self, index: int) -> bool:
+        """Whether layer ``index`` is followed by the ReLU."""
+        return self.output_activation or index < len(self.layers) - 1
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = torch.relu(layer(x))
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if self.activated(i):
+                x = torch.relu(x)
         return x

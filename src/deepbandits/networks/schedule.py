@@ -53,5 +53,5 @@ SCHEDULES: dict[str, TrainSchedule] = {
 
 def resolve_schedule(name: str, overrides: dict[str, Any]) -> TrainSchedule:
     """The named schedule with the non-None entries of ``overrides`` replacing its fields."""
-    check_choice(name, "schedule", SCHEDULES)
+    check_choice(name, "train_schedule", SCHEDULES)
     return replace(SCHEDULES[name], **{k: v for k, v in overrides.items() if v is not None})

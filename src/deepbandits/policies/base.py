@@ -78,6 +78,28 @@ class Policy(ABC):
         """The constructor parameters, as given (with the subclass's fixed presets)."""
         return dict(self._params)
 
+    def set_params(self, **params: Any) -> Policy:
+        """Change constructor parameters (validated) and :meth:`reset` the policy.
+
+        Only existing parameters may be set; like refitting an estimator after changing its
+        parameters, the policy forgets what it learned.
+        """
+        unknown = sorted(set(params) - set(self._params))
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__} has no parameter {unknown[0]!r}; "
+                f"parameters: {', '.join(sorted(self._params))}"
+            )
+        old = dict(self._params)
+        self._params.update(params)
+        try:
+            self._validate_params()
+        except ValueError:
+            self._params = old
+            self._validate_params()
+            raise
+        return self.reset()
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
         return f"{type(self).__name__}({args})"
@@ -254,6 +276,10 @@ class Preset:
     forbidden_params: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **params: Any) -> None:
+        self._check_preset(params)
+        super().__init__(**{**self.preset_params, **params, **self.fixed_params})
+
+    def _check_preset(self, params: dict[str, Any]) -> None:
         name = type(self).__name__
         for key, value in self.fixed_params.items():
             if key in params and params[key] != value:
@@ -261,11 +287,7 @@ class Preset:
         for key, value in self.forbidden_params.items():
             if params.get(key) == value:
                 raise ValueError(f"{name} does not allow {key}={value!r}")
-        super().__init__(**{**self.preset_params, **params, **self.fixed_params})
 
-
-def as_numpy(value: Any, dtype: Any = np.float64) -> NDArray[Any]:
-    """A saved tensor (or array, or list) back as a numpy array."""
-    if isinstance(value, torch.Tensor):
-        value = value.cpu().numpy()
-    return np.asarray(value, dtype=dtype)
+    def set_params(self, **params: Any) -> Any:
+        self._check_preset(params)
+        return super().set_params(**params)  # type: ignore[misc]

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from deepbandits._convert import as_numpy
 from deepbandits._validation import (
     check_choice,
     check_int,
@@ -23,7 +24,7 @@ from deepbandits._validation import (
 )
 from deepbandits.formulas import theory_alpha, variance_floor
 from deepbandits.linalg.ridge import RidgeState
-from deepbandits.policies.base import Policy, Preset, as_numpy
+from deepbandits.policies.base import Policy, Preset
 from deepbandits.variance import VARIANCE_SOURCES, parse_variance_schedule, round_variance
 
 Array = NDArray[np.float64]
@@ -42,17 +43,19 @@ class LinUCB(Policy):
     per_arm : bool, default=False
         One ridge (A, b) per arm (the disjoint LinUCB of Li et al. 2010, as in the paper's code)
         instead of a θ shared by all arms. Needs the same number of arms every round.
-    variance : {"none", "oracle", "range", "schedule"}, default="none"
+    variance : {"none", "oracle", "range", "mle-var", "schedule"}, default="none"
         Source of σ²ₜ for the weighted ridge of Eq. 10 (see :mod:`deepbandits.variance`);
         ``"none"`` is the unweighted ridge of Eq. 5.
     R : float, default=1.0
         Noise bound R of Eq. 3; the variance floor is R²/d′ with d′ the feature dimension.
     reward_range : (a, b), optional
         Reward range for ``variance="range"`` (Eq. 13). A reward outside it is rejected.
-    variance_schedule : str or sequence of float, optional
-        σ²ₜ for ``variance="schedule"``: ``"linear:START:END[:T]"`` or explicit values.
+    schedule : str or sequence of float, optional
+        σ²ₜ for ``variance="schedule"``: ``"linear:START:END[:T]"`` or explicit values
+        (``"linear:1:0"`` and ``"linear:10:0"`` are the heuristics of Fig. heuristic).
     horizon : int, optional
-        Number of rounds T, used by schedules that do not state it.
+        Number of rounds T, used by schedules that do not state it; the runner sets it to the
+        run's T when it is not given.
     delta, M : float
         δ and the bound M ≥ ‖θ*‖ of Theorem 4.1 (``alpha="theory"`` only).
     refresh_every : int, default=500
@@ -74,7 +77,7 @@ class LinUCB(Policy):
         variance: str = "none",
         R: float = 1.0,
         reward_range: tuple[float, float] | None = None,
-        variance_schedule: str | list[float] | None = None,
+        schedule: str | list[float] | None = None,
         horizon: int | None = None,
         delta: float = 0.05,
         M: float = 1.0,
@@ -90,7 +93,7 @@ class LinUCB(Policy):
             variance=variance,
             R=R,
             reward_range=reward_range,
-            variance_schedule=variance_schedule,
+            schedule=schedule,
             horizon=horizon,
             delta=delta,
             M=M,
@@ -126,13 +129,11 @@ class LinUCB(Policy):
             check_int(p["horizon"], "horizon", minimum=1)
         self._schedule: Array | None = None
         if p["variance"] == "schedule":
-            if p["variance_schedule"] is None:
-                raise ValueError(
-                    "variance='schedule' needs variance_schedule (e.g. 'linear:1:0:10000')"
-                )
-            self._schedule = parse_variance_schedule(p["variance_schedule"], p["horizon"])
-        elif p["variance_schedule"] is not None:
-            raise ValueError("variance_schedule is only used with variance='schedule'")
+            if p["schedule"] is None:
+                raise ValueError("variance='schedule' needs schedule (e.g. 'linear:1:0:10000')")
+            self._schedule = parse_variance_schedule(p["schedule"], p["horizon"], required=False)
+        elif p["schedule"] is not None:
+            raise ValueError("schedule is only used with variance='schedule'")
 
     # ------------------------------------------------------------------ features
     def _features(self, X: Array) -> Array:
@@ -151,6 +152,8 @@ class LinUCB(Policy):
             self.ridge_ = RidgeState(self._feature_dim_, 1, p["lam"], p["refresh_every"])
         self._last_sigma2_bar = variance_floor(p["R"], self._feature_dim_)
         self._cache: tuple[Array, Array] | None = None
+        if p["variance"] == "schedule" and self._schedule is None:
+            self._schedule = parse_variance_schedule(p["schedule"], p["horizon"])
 
     def _heads(self, n_arms: int) -> NDArray[np.int64] | None:
         if not self._params["per_arm"]:
@@ -232,6 +235,9 @@ class LinUCB(Policy):
         assert self.ridge_ is not None
         phi = self._phi(X)[arm]
         mean_hat = float(phi @ self.ridge_.theta[head])  # θₜ₋₁ᵀφ(xₜ,ₐₜ; wₜ₋₁), Eq. 13
+        predictive = (
+            float(phi @ self.ridge_.A_inv[head] @ phi) if p["variance"] == "mle-var" else np.nan
+        )
         sigma2_bar, sigma2_hat = round_variance(
             p["variance"],
             mean_hat=mean_hat,
@@ -241,6 +247,7 @@ class LinUCB(Policy):
             oracle=sigma2,
             reward_range=rng_ab,
             schedule=self._schedule,
+            predictive_variance=predictive,
         )
         weight = 1.0 / sigma2_bar
         self.ridge_.update(phi, reward, weight, head)

@@ -11,52 +11,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-import torch
-
-from deepbandits._validation import check_choice, check_int, check_positive
+from deepbandits._validation import check_choice, check_int
+from deepbandits.networks.learner import (
+    NETWORK_PARAMS,
+    NetworkLearner,
+    check_network_params,
+    seeded_generator,
+)
 from deepbandits.networks.mlp import MLP
-from deepbandits.networks.schedule import resolve_schedule
-from deepbandits.networks.training import (
-    LOSSES,
-    OPTIMIZERS,
-    History,
-    make_optimizer,
-    train_feature_map,
-)
-from deepbandits.policies.base import Preset, as_numpy
+from deepbandits.networks.training import LOSSES
+from deepbandits.policies.base import Preset
 from deepbandits.policies.linucb import Array, LinUCB
-
-_NEURAL_PARAMS = (
-    "hidden",
-    "n_layers",
-    "feature_dim",
-    "loss",
-    "schedule",
-    "train_every",
-    "train_start",
-    "warmup_every",
-    "train_steps",
-    "batch_size",
-    "optimizer",
-    "lr",
-    "weight_decay",
-    "refit_on_update",
-    "device",
-)
-
-
-def check_device(device: str) -> torch.device:
-    """A torch device that exists here; ``cuda`` without a GPU is an error, not a fallback."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device {device!r} is not a torch device (try 'cpu' or 'cuda')") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} was asked for, but CUDA is not available here")
-    if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device {device!r} is not supported; use 'cpu' or 'cuda'")
-    return dev
 
 
 class NeuralLinearBandit(LinUCB):
@@ -75,7 +40,7 @@ class NeuralLinearBandit(LinUCB):
         Feature dimension d′ (the paper uses 20 on synthetic data, 64 on real data).
     loss : {"mse", "mle"}, default="mse"
         Network loss: Eq. 6 or the Gaussian likelihood of Eq. 14.
-    schedule : {"default", "paper", "paper-code"}, default="default"
+    train_schedule : {"default", "paper", "paper-code"}, default="default"
         Named training schedule (:mod:`deepbandits.networks.schedule`); the five entries below
         override its fields when given.
     train_every, train_start, warmup_every, train_steps, batch_size : int, optional
@@ -90,7 +55,7 @@ class NeuralLinearBandit(LinUCB):
         Torch device of the network ("cuda" when available).
     """
 
-    _extra_params = _NEURAL_PARAMS
+    _extra_params = (*NETWORK_PARAMS, "feature_dim", "loss", "refit_on_update")
 
     def __init__(
         self,
@@ -99,7 +64,7 @@ class NeuralLinearBandit(LinUCB):
         n_layers: int = 2,
         feature_dim: int = 20,
         loss: str = "mse",
-        schedule: str = "default",
+        train_schedule: str = "default",
         train_every: int | None = None,
         train_start: int | None = None,
         warmup_every: int | None = None,
@@ -117,7 +82,7 @@ class NeuralLinearBandit(LinUCB):
             n_layers=n_layers,
             feature_dim=feature_dim,
             loss=loss,
-            schedule=schedule,
+            train_schedule=train_schedule,
             train_every=train_every,
             train_start=train_start,
             warmup_every=warmup_every,
@@ -134,61 +99,48 @@ class NeuralLinearBandit(LinUCB):
     def _validate_params(self) -> None:
         super()._validate_params()
         p = self._params
-        check_int(p["hidden"], "hidden", minimum=1)
-        check_int(p["n_layers"], "n_layers", minimum=1)
         check_int(p["feature_dim"], "feature_dim", minimum=1)
         check_choice(p["loss"], "loss", LOSSES)
-        check_choice(p["optimizer"], "optimizer", OPTIMIZERS)
-        check_positive(p["lr"], "lr")
-        check_positive(p["weight_decay"], "weight_decay", allow_zero=True)
         if not isinstance(p["refit_on_update"], bool):
             raise ValueError(
                 f"refit_on_update must be True or False, but {p['refit_on_update']!r} is given"
             )
-        self.schedule_ = resolve_schedule(
-            p["schedule"],
-            {
-                k: p[k]
-                for k in ("train_every", "train_start", "warmup_every", "train_steps", "batch_size")
-            },
-        )
-        self.device_ = check_device(p["device"])
+        self.train_schedule_, self.device_ = check_network_params(p)
 
     def _feature_dim(self, n_features: int) -> int:
         return int(self._params["feature_dim"])
 
     def _theory_H(self) -> int:
-        return self.schedule_.train_every
+        return self.train_schedule_.train_every
 
     def _initialize(self, X: Array) -> None:
         super()._initialize(X)
         p = self._params
-        seed = p["seed"]
-        self._torch_gen = torch.Generator()
-        self._torch_gen.manual_seed(
-            int(np.random.SeedSequence(seed).generate_state(1)[0])
-            if seed is not None
-            else torch.seed()
+        self._torch_gen = seeded_generator(p["seed"])
+        self.learner_ = NetworkLearner(
+            X.shape[1],
+            p["feature_dim"],
+            output_activation=True,
+            params=p,
+            device=self.device_,
+            generator=self._torch_gen,
         )
-        self.network_ = MLP(
-            X.shape[1], p["hidden"], p["n_layers"], p["feature_dim"], self._torch_gen
-        )
-        self.network_.to(self.device_).eval()
-        self._optimizer = make_optimizer(
-            p["optimizer"], self.network_.parameters(), p["lr"], p["weight_decay"]
-        )
-        self.history_ = History(X.shape[1])
-        self.n_trainings_ = 0
-        self.last_loss_ = float("nan")
+
+    @property
+    def network_(self) -> MLP:
+        """The feature network φ(·; w)."""
+        return self.learner_.network
+
+    @property
+    def n_trainings_(self) -> int:
+        return self.learner_.n_trainings
 
     def _features(self, X: Array) -> Array:
-        with torch.no_grad():
-            x = torch.from_numpy(X).to(self.device_, torch.float32)
-            return self.network_(x).to("cpu", torch.float64).numpy()
+        return self.learner_.forward(X)
 
     def _after_update(self, context: Array, reward: float, weight: float, head: int) -> bool:
-        self.history_.append(context, reward, weight, head)
-        if not self.schedule_.should_train(self.t_ + 1):
+        self.learner_.history.append(context, reward, weight, head)
+        if not self.train_schedule_.should_train(self.t_ + 1):
             return False
         self.train_network()
         return True
@@ -196,50 +148,31 @@ class NeuralLinearBandit(LinUCB):
     def train_network(self, steps: int | None = None) -> float:
         """Train φ on the whole history with θ (and A⁻¹) fixed; returns the last minibatch loss."""
         assert self.ridge_ is not None
-        s = self.schedule_
-        self.last_loss_ = train_feature_map(
-            self.network_,
-            self.history_,
+        loss = self.learner_.train(
             self.ridge_.theta,
             self.ridge_.A_inv,
             loss=self._params["loss"],
-            steps=s.train_steps if steps is None else steps,
-            batch_size=s.batch_size,
-            optimizer=self._optimizer,
+            schedule=self.train_schedule_,
             generator=self._torch_gen,
+            steps=steps,
         )
-        self.n_trainings_ += 1
         self._cache = None
         if self._params["refit_on_update"]:
-            X, r, w, h = self.history_.view()
+            X, r, w, h = self.learner_.history.view()
             self.ridge_.refit(self._features(X), r, w, h)
-        return self.last_loss_
+        return loss
 
     def _state(self) -> dict[str, Any]:
         return {
             **super()._state(),
-            "network": {k: v.detach().cpu() for k, v in self.network_.state_dict().items()},
-            "optimizer": self._optimizer.state_dict(),
+            "learner": self.learner_.state_dict(),
             "torch_gen": self._torch_gen.get_state(),
-            "history": self.history_.state_dict(),
-            "n_trainings": self.n_trainings_,
         }
 
     def _load_state(self, state: dict[str, Any]) -> None:
         super()._load_state(state)
-        self.network_.load_state_dict(state["network"])
-        self._optimizer.load_state_dict(state["optimizer"])
+        self.learner_.load_state_dict(state["learner"])
         self._torch_gen.set_state(state["torch_gen"])
-        hist = state["history"]
-        self.history_ = History.from_state_dict(
-            {
-                "contexts": as_numpy(hist["contexts"]),
-                "rewards": as_numpy(hist["rewards"]),
-                "weights": as_numpy(hist["weights"]),
-                "heads": as_numpy(hist["heads"], np.int64),
-            }
-        )
-        self.n_trainings_ = int(state["n_trainings"])
 
 
 class NeuralLinGreedy(Preset, NeuralLinearBandit):

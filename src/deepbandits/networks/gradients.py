@@ -1,0 +1,89 @@
+"""Explicit forward and backward passes of the ReLU perceptron, batched over samples.
+
+For the small networks of the paper an explicit chain rule is several times faster than autograd,
+and it gives per-sample gradients in one pass: the gradient of a linear layer for sample b is the
+outer product δ_b a_bᵀ of the back-propagated error δ_b and the layer's input a_b. The parameter
+order is that of ``MLP.parameters()`` (weight, then bias, layer by layer).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from deepbandits.networks.mlp import MLP
+
+
+def forward_cache(net: MLP, x: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Pre-activations of every layer and the inputs of every layer plus the output.
+
+    Returns ``(pres, acts)`` with ``acts[0] = x``, ``acts[-1]`` the network output and
+    ``pres[i] = acts[i] W_iᵀ + b_i``.
+    """
+    acts, pres = [x], []
+    for i, layer in enumerate(net.layers):
+        pre = torch.addmm(layer.bias, acts[-1], layer.weight.t())
+        pres.append(pre)
+        acts.append(pre.clamp_min(0.0) if net.activated(i) else pre)
+    return pres, acts
+
+
+def backpropagate(net: MLP, pres: list[torch.Tensor], grad_out: torch.Tensor) -> list[torch.Tensor]:
+    """Per-sample errors δᵢ = ∂ℓ_b/∂preᵢ of every layer, given ``grad_out`` = ∂ℓ_b/∂output."""
+    deltas: list[torch.Tensor] = []
+    g = grad_out
+    for i in range(len(net.layers) - 1, -1, -1):
+        if net.activated(i):
+            g = g * (pres[i] > 0)
+        deltas.insert(0, g)
+        if i > 0:
+            g = g @ net.layers[i].weight
+    return deltas
+
+
+def summed_gradients(deltas: list[torch.Tensor], acts: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Gradients of Σ_b ℓ_b with respect to each parameter, in ``MLP.parameters()`` order."""
+    grads: list[torch.Tensor] = []
+    for delta, a in zip(deltas, acts, strict=False):
+        grads += [delta.t() @ a, delta.sum(dim=0)]
+    return grads
+
+
+def output_gradients(
+    net: MLP, x: torch.Tensor
+) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+    """Scalar outputs f(x_b; w) and the errors and inputs that make up ∇_w f(x_b; w).
+
+    Returns ``(f, deltas, acts)``; :func:`per_sample_gradients` flattens them and
+    :func:`diagonal_quadratic_form` uses them without building the gradient vectors.
+    """
+    if net.layers[-1].out_features != 1:
+        raise ValueError("gradient features need a network with a single output")
+    pres, acts = forward_cache(net, x)
+    deltas = backpropagate(net, pres, torch.ones_like(acts[-1]))
+    return acts[-1][:, 0], deltas, acts
+
+
+def per_sample_gradients(net: MLP, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """f(x_b; w) and ∇_w f(x_b; w) for every row of ``x`` in one pass: ``([B], [B, p])``."""
+    f, deltas, acts = output_gradients(net, x)
+    B = x.shape[0]
+    parts = []
+    for delta, a in zip(deltas, acts, strict=False):
+        parts += [(delta[:, :, None] * a[:, None, :]).reshape(B, -1), delta]
+    return f, torch.cat(parts, dim=1)
+
+
+def diagonal_quadratic_form(
+    deltas: list[torch.Tensor], acts: list[torch.Tensor], inv_diag: list[torch.Tensor]
+) -> torch.Tensor:
+    """gᵀ diag(z)⁻¹ g for each sample's gradient g, without forming g.
+
+    ``inv_diag`` holds 1/z for each parameter tensor (weight ``[out, in]``, bias ``[out]``). For
+    a weight, Σᵢₖ δ_bi² a_bk² / z_ik = Σᵢ δ_bi² (z⁻¹ a_b²)ᵢ: one matrix product per layer.
+    """
+    total = torch.zeros(acts[0].shape[0], dtype=inv_diag[0].dtype, device=acts[0].device)
+    for i, (delta, a) in enumerate(zip(deltas, acts, strict=False)):
+        d2 = (delta * delta).to(total.dtype)
+        a2 = (a * a).to(total.dtype)
+        total += ((d2 @ inv_diag[2 * i]) * a2).sum(dim=1) + d2 @ inv_diag[2 * i + 1]
+    return total

@@ -1,0 +1,173 @@
+"""A network together with its optimizer, its training history and its training schedule.
+
+Every neural policy (the neural-linear family, NeuralUCB/NeuralTS, SAVE on neural features,
+each member of BootstrappedNN) owns one or more :class:`NetworkLearner`; the constructor
+parameters they share are checked once by :func:`check_network_params`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from deepbandits._convert import as_numpy
+from deepbandits._validation import check_choice, check_int, check_positive
+from deepbandits.networks.mlp import MLP
+from deepbandits.networks.schedule import TrainSchedule, resolve_schedule
+from deepbandits.networks.training import (
+    LOSSES,
+    OPTIMIZERS,
+    History,
+    make_optimizer,
+    train_feature_map,
+)
+
+#: Parameters every neural policy accepts, with their defaults (documented in
+#: :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`).
+NETWORK_PARAMS: dict[str, Any] = {
+    "hidden": 100,
+    "n_layers": 2,
+    "train_schedule": "default",
+    "train_every": None,
+    "train_start": None,
+    "warmup_every": None,
+    "train_steps": None,
+    "batch_size": None,
+    "optimizer": "sgd",
+    "lr": 1e-2,
+    "weight_decay": 0.0,
+    "device": "cpu",
+}
+
+SCHEDULE_FIELDS = ("train_every", "train_start", "warmup_every", "train_steps", "batch_size")
+
+
+def check_device(device: str) -> torch.device:
+    """A torch device that exists here; ``cuda`` without a GPU is an error, not a fallback."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device {device!r} is not a torch device (try 'cpu' or 'cuda')") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} was asked for, but CUDA is not available here")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device {device!r} is not supported; use 'cpu' or 'cuda'")
+    return dev
+
+
+def check_network_params(p: dict[str, Any]) -> tuple[TrainSchedule, torch.device]:
+    """Validate the :data:`NETWORK_PARAMS` entries of ``p``; return the schedule and device."""
+    check_int(p["hidden"], "hidden", minimum=1)
+    check_int(p["n_layers"], "n_layers", minimum=1)
+    check_choice(p["optimizer"], "optimizer", OPTIMIZERS)
+    check_positive(p["lr"], "lr")
+    check_positive(p["weight_decay"], "weight_decay", allow_zero=True)
+    schedule = resolve_schedule(p["train_schedule"], {k: p[k] for k in SCHEDULE_FIELDS})
+    return schedule, check_device(p["device"])
+
+
+def seeded_generator(seed: int | None) -> torch.Generator:
+    """A torch generator derived from the policy's seed (fresh entropy when ``seed`` is None)."""
+    gen = torch.Generator()
+    gen.manual_seed(
+        int(np.random.SeedSequence(seed).generate_state(1)[0]) if seed is not None else torch.seed()
+    )
+    return gen
+
+
+class NetworkLearner:
+    """An :class:`~deepbandits.networks.mlp.MLP`, its optimizer and the rounds it trains on.
+
+    Parameters
+    ----------
+    in_dim : int
+        Context dimension.
+    out_dim : int
+        Output size: d′ for a feature map, 1 for a scalar reward model.
+    output_activation : bool
+        ReLU on the output (feature maps, Eq. 7) or a linear output (reward models).
+    params : dict
+        The policy's parameters (:data:`NETWORK_PARAMS` keys are read).
+    generator : torch.Generator
+        Source of the initial weights and of the minibatches.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        *,
+        output_activation: bool,
+        params: dict[str, Any],
+        device: torch.device,
+        generator: torch.Generator,
+    ) -> None:
+        self.network = MLP(
+            in_dim, params["hidden"], params["n_layers"], out_dim, generator, output_activation
+        )
+        self.network.to(device).eval()
+        self.device = device
+        self.optimizer = make_optimizer(
+            params["optimizer"], self.network.parameters(), params["lr"], params["weight_decay"]
+        )
+        self.history = History(in_dim)
+        self.n_trainings = 0
+        self.last_loss = math.nan
+
+    def forward(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Network output for each row of ``X``, as float64 numpy."""
+        with torch.no_grad():
+            x = torch.from_numpy(X).to(self.device, torch.float32)
+            return self.network(x).to("cpu", torch.float64).numpy()
+
+    def train(
+        self,
+        theta: NDArray[np.float64],
+        A_inv: NDArray[np.float64],
+        *,
+        loss: str,
+        schedule: TrainSchedule,
+        generator: torch.Generator,
+        steps: int | None = None,
+    ) -> float:
+        """Train on the whole history with the head θ (and A⁻¹) fixed; the last minibatch loss."""
+        check_choice(loss, "loss", LOSSES)
+        self.last_loss = train_feature_map(
+            self.network,
+            self.history,
+            theta,
+            A_inv,
+            loss=loss,
+            steps=schedule.train_steps if steps is None else steps,
+            batch_size=schedule.batch_size,
+            optimizer=self.optimizer,
+            generator=generator,
+        )
+        self.n_trainings += 1
+        return self.last_loss
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "network": {k: v.detach().cpu() for k, v in self.network.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+            "history": self.history.state_dict(),
+            "n_trainings": self.n_trainings,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.network.load_state_dict(state["network"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        hist = state["history"]
+        self.history = History.from_state_dict(
+            {
+                "contexts": as_numpy(hist["contexts"]),
+                "rewards": as_numpy(hist["rewards"]),
+                "weights": as_numpy(hist["weights"]),
+                "heads": as_numpy(hist["heads"], np.int64),
+            }
+        )
+        self.n_trainings = int(state["n_trainings"])
