@@ -10,9 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 from numpy.typing import NDArray
 
 Array = NDArray[np.float64]
+#: from this dimension on, rank-one updates are done in place (torch ``addr_``)
+_IN_PLACE_DIM = 256
 
 
 def sherman_morrison_update(A_inv: Array, x: Array, weight: float) -> Array:
@@ -58,13 +61,23 @@ class RidgeState:
 
     def update(self, x: Array, reward: float, weight: float = 1.0, head: int = 0) -> None:
         """Add one observation ``(x, reward)`` with weight ``weight`` to head ``head``."""
-        self.A[head] += weight * np.outer(x, x)
-        self.b[head] += (weight * reward) * x
         self.n_updates[head] += 1
-        if self.n_updates[head] % self.refresh_every == 0:
-            self.A_inv[head] = np.linalg.inv(self.A[head])
+        refresh = self.n_updates[head] % self.refresh_every == 0
+        if self.dim >= _IN_PLACE_DIM:
+            # large heads (NeuralUCB's full Z): rank-one updates in place, no d × d temporaries
+            A, A_inv = torch.from_numpy(self.A[head]), torch.from_numpy(self.A_inv[head])
+            xt = torch.from_numpy(x)
+            A.addr_(xt, xt, alpha=weight)
+            if not refresh:
+                Ax = A_inv @ xt
+                A_inv.addr_(Ax, Ax, alpha=-weight / (1.0 + weight * float(xt @ Ax)))
         else:
-            self.A_inv[head] = sherman_morrison_update(self.A_inv[head], x, weight)
+            self.A[head] += weight * np.outer(x, x)
+            if not refresh:
+                self.A_inv[head] = sherman_morrison_update(self.A_inv[head], x, weight)
+        if refresh:
+            self.A_inv[head] = np.linalg.inv(self.A[head])
+        self.b[head] += (weight * reward) * x
         self.theta[head] = self.A_inv[head] @ self.b[head]
 
     def refit(self, X: Array, rewards: Array, weights: Array, heads: NDArray[np.int64]) -> None:
@@ -111,7 +124,13 @@ class RidgeState:
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> RidgeState:
-        ridge = cls(state["dim"], state["n_heads"], state["lam"], state["refresh_every"])
+        """Rebuild from :meth:`state_dict` (arrays may come back as CPU tensors from a file)."""
+        ridge = cls(
+            int(state["dim"]),
+            int(state["n_heads"]),
+            float(state["lam"]),
+            int(state["refresh_every"]),
+        )
         for key in ("A", "A_inv", "b", "theta"):
             setattr(ridge, key, np.array(state[key], dtype=np.float64))
         ridge.n_updates = np.array(state["n_updates"], dtype=np.int64)

@@ -43,6 +43,7 @@ NETWORK_PARAMS: dict[str, Any] = {
     "device": "cpu",
 }
 
+_ONE = np.ones((1, 1))
 SCHEDULE_FIELDS = ("train_every", "train_start", "warmup_every", "train_steps", "batch_size")
 
 
@@ -149,6 +150,10 @@ class NetworkLearner:
         )
         self.n_trainings += 1
         return self.last_loss
+
+    def train_reward_model(self, schedule: TrainSchedule, generator: torch.Generator) -> float:
+        """Train a scalar network f(x; w) on its history by MSE (Eq. 6 with θ = 1)."""
+        return self.train(_ONE, _ONE[None], loss="mse", schedule=schedule, generator=generator)
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from deepbandits._convert import as_numpy
 from deepbandits._validation import (
     check_choice,
     check_int,
@@ -272,13 +271,8 @@ class LinUCB(Policy):
         }
 
     def _load_state(self, state: dict[str, Any]) -> None:
-        ridge = state["ridge"]
-        if ridge is not None:
-            ridge = {
-                k: as_numpy(v) if k in ("A", "A_inv", "b", "theta") else v for k, v in ridge.items()
-            }
-            ridge["n_updates"] = as_numpy(ridge["n_updates"], np.int64)
-            self.ridge_ = RidgeState.from_state_dict(ridge)
+        if state["ridge"] is not None:
+            self.ridge_ = RidgeState.from_state_dict(state["ridge"])
         self._last_sigma2_bar = float(state["last_sigma2_bar"])
 
 

@@ -1,0 +1,116 @@
+"""BootstrappedNN (Riquelme et al. 2018): Thompson sampling by an ensemble of networks.
+
+Each of ``n_models`` networks f_e(x; w_e) with a linear output is trained (MSE, Eq. 6) on its own
+bootstrap resample of the rounds played: online bagging, where each round enters member e's data
+k ~ Poisson(1) times (Oza and Russell 2001, the online form of sampling with replacement). Every
+round one member is drawn uniformly and its greedy arm is played.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from deepbandits._validation import check_int, check_unknown_keys
+from deepbandits.networks.learner import (
+    NETWORK_PARAMS,
+    NetworkLearner,
+    check_network_params,
+    seeded_generator,
+)
+from deepbandits.policies.base import Policy
+from deepbandits.policies.linucb import Array
+
+
+class BootstrappedNN(Policy):
+    """Greedy on one randomly drawn member of a bootstrapped ensemble of networks.
+
+    Parameters
+    ----------
+    n_models : int, default=5
+        Ensemble size.
+    hidden, n_layers, train_schedule, train_every, train_start, warmup_every, train_steps,
+    batch_size, optimizer, lr, weight_decay, device
+        Each member's network and training, as in
+        :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit` (output: one linear unit).
+    seed : int, optional
+        Seeds the networks, the resampling, the member drawn each round and tie-breaking.
+
+    Notes
+    -----
+    ``predict`` returns the ensemble mean and standard deviation over members; ``select`` plays
+    the argmax of the drawn member (its scores are in ``last_selection_["mean"]``).
+    """
+
+    def __init__(self, *, n_models: int = 5, seed: int | None = None, **network_params: Any):
+        check_unknown_keys(network_params, tuple(NETWORK_PARAMS), type(self).__name__)
+        super().__init__(n_models=n_models, seed=seed, **{**NETWORK_PARAMS, **network_params})
+
+    def _validate_params(self) -> None:
+        check_int(self._params["n_models"], "n_models", minimum=1)
+        self.train_schedule_, self.device_ = check_network_params(self._params)
+
+    def _initialize(self, X: Array) -> None:
+        self._torch_gen = seeded_generator(self._params["seed"])
+        self.members_ = [
+            NetworkLearner(
+                X.shape[1],
+                1,
+                output_activation=False,
+                params=self._params,
+                device=self.device_,
+                generator=self._torch_gen,
+            )
+            for _ in range(self._params["n_models"])
+        ]
+        self.n_trainings_ = 0
+
+    def _outputs(self, X: Array) -> Array:
+        """``[n_models, K]`` predictions of every member."""
+        return np.stack([m.forward(X)[:, 0] for m in self.members_])
+
+    def _predict(self, X: Array) -> tuple[Array, Array]:
+        out = self._outputs(X)
+        return out.mean(axis=0), out.std(axis=0)
+
+    def _index(self, X: Array) -> Array:
+        member = int(self._rng.integers(len(self.members_)))
+        mean = self.members_[member].forward(X)[:, 0]
+        self.last_selection_ = {"mean": mean, "width": np.zeros_like(mean)}
+        return mean
+
+    def _learn(
+        self,
+        X: Array,
+        arm: int,
+        reward: float,
+        sigma2: float | None,
+        reward_range: tuple[float, float] | None,
+    ) -> None:
+        copies = self._rng.poisson(1.0, len(self.members_))
+        for member, k in zip(self.members_, copies, strict=True):
+            for _ in range(k):
+                member.history.append(X[arm], reward, 1.0, 0)
+        seconds = 0.0
+        if self.train_schedule_.should_train(self.t_ + 1):
+            start = time.perf_counter()
+            for member in self.members_:
+                member.train_reward_model(self.train_schedule_, self._torch_gen)
+            self.n_trainings_ += 1
+            seconds = time.perf_counter() - start
+        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": seconds}
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "members": [m.state_dict() for m in self.members_],
+            "torch_gen": self._torch_gen.get_state(),
+            "n_trainings": self.n_trainings_,
+        }
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        for member, saved in zip(self.members_, state["members"], strict=True):
+            member.load_state_dict(saved)
+        self._torch_gen.set_state(state["torch_gen"])
+        self.n_trainings_ = int(state["n_trainings"])

@@ -1,0 +1,179 @@
+"""KernelUCB (Valko et al. 2013) with an explicit memory bound.
+
+Kernel ridge regression on the contexts played: with K the Gram matrix of the n points kept,
+y their rewards and k(x) = [k(x, xᵢ)]ᵢ,
+
+    μ(x) = k(x)ᵀ(K + λI)⁻¹y,   w(x)² = (k(x, x) − k(x)ᵀ(K + λI)⁻¹k(x)) / λ,
+
+and the arm maximising μ(x) + α w(x) is played. With the linear kernel k(x, y) = xᵀy these are
+exactly θᵀx and ‖x‖_{A⁻¹} of LinUCB (push-through identity), which the tests use.
+
+(K + λI)⁻¹ is kept up to date by block (Schur-complement) updates, O(n²) per round, and recomputed
+exactly every ``refresh_every`` rounds. Its memory grows as n², so at most ``max_history`` points
+are kept: beyond that, ``overflow="window"`` (default) drops the oldest point each round (a
+sliding-window KernelUCB, also O(n²) per round), and ``overflow="error"`` refuses to continue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from deepbandits._validation import check_choice, check_int, check_positive
+from deepbandits.policies.base import Policy
+from deepbandits.policies.linucb import Array
+
+KERNELS = ("rbf", "linear")
+OVERFLOWS = ("window", "error")
+
+
+def kernel_matrix(X: Array, Y: Array, kernel: str, lengthscale: float) -> Array:
+    """k(xᵢ, yⱼ) for the rows of ``X`` and ``Y``: RBF exp(−‖x − y‖²/(2ℓ²)) or linear xᵀy."""
+    if kernel == "linear":
+        return X @ Y.T
+    sq = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
+    return np.exp(-np.maximum(sq, 0.0) / (2.0 * lengthscale**2))
+
+
+def grow_inverse(M_inv: Array, k: Array, c: float) -> Array:
+    """Inverse of [[M, k], [kᵀ, c]] from M⁻¹ (bordering by the Schur complement)."""
+    v = M_inv @ k
+    s = c - float(k @ v)
+    n = len(k)
+    out = np.empty((n + 1, n + 1))
+    out[:n, :n] = M_inv + np.outer(v, v) / s
+    out[:n, n] = out[n, :n] = -v / s
+    out[n, n] = 1.0 / s
+    return out
+
+
+def drop_first_inverse(M_inv: Array) -> Array:
+    """Inverse of M without its first row and column, from M⁻¹."""
+    return M_inv[1:, 1:] - np.outer(M_inv[1:, 0], M_inv[0, 1:]) / M_inv[0, 0]
+
+
+class KernelUCB(Policy):
+    """Kernel ridge UCB on the raw contexts.
+
+    Parameters
+    ----------
+    alpha : float, default=0.02
+        Exploration rate (η/√λ·… of Valko et al. folded into one constant, as for every method).
+    lam : float, default=1.0
+        Regulariser λ (γ in Valko et al.).
+    kernel : {"rbf", "linear"}, default="rbf"
+    lengthscale : float, default=1.0
+        RBF length-scale ℓ.
+    max_history : int, default=1000
+        Most points kept; the inverse takes 8·max_history² bytes (8 MB at 1000).
+    overflow : {"window", "error"}, default="window"
+        Beyond ``max_history`` points: drop the oldest (sliding window) or raise.
+    refresh_every : int, default=500
+        Rounds between exact re-inversions of K + λI.
+    seed : int, optional
+        Tie-breaking.
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 0.02,
+        lam: float = 1.0,
+        kernel: str = "rbf",
+        lengthscale: float = 1.0,
+        max_history: int = 1000,
+        overflow: str = "window",
+        refresh_every: int = 500,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(
+            alpha=alpha,
+            lam=lam,
+            kernel=kernel,
+            lengthscale=lengthscale,
+            max_history=max_history,
+            overflow=overflow,
+            refresh_every=refresh_every,
+            seed=seed,
+        )
+
+    def _validate_params(self) -> None:
+        p = self._params
+        check_positive(p["alpha"], "alpha", allow_zero=True)
+        check_positive(p["lam"], "lam")
+        check_choice(p["kernel"], "kernel", KERNELS)
+        check_positive(p["lengthscale"], "lengthscale")
+        check_int(p["max_history"], "max_history", minimum=1)
+        check_choice(p["overflow"], "overflow", OVERFLOWS)
+        check_int(p["refresh_every"], "refresh_every", minimum=1)
+
+    def _initialize(self, X: Array) -> None:
+        self.X_ = np.empty((0, X.shape[1]))
+        self.y_ = np.empty(0)
+        self.M_inv_ = np.empty((0, 0))
+        self._alpha_y = np.empty(0)
+
+    def _k(self, X: Array, Y: Array) -> Array:
+        return kernel_matrix(X, Y, self._params["kernel"], self._params["lengthscale"])
+
+    def _predict(self, X: Array) -> tuple[Array, Array]:
+        lam = self._params["lam"]
+        kxx = np.einsum("kd,kd->k", X, X) if self._params["kernel"] == "linear" else np.ones(len(X))
+        if len(self.y_) == 0:
+            mean, var = np.zeros(len(X)), kxx
+        else:
+            kx = self._k(X, self.X_)
+            mean = kx @ self._alpha_y
+            var = kxx - ((kx @ self.M_inv_) * kx).sum(axis=1)
+        width = np.sqrt(np.maximum(var, 0.0) / lam)
+        self.last_selection_ = {"mean": mean, "width": width}
+        return mean, width
+
+    def _index(self, X: Array) -> Array:
+        mean, width = self._predict(X)
+        return mean + self._params["alpha"] * width
+
+    def _learn(
+        self,
+        X: Array,
+        arm: int,
+        reward: float,
+        sigma2: float | None,
+        reward_range: tuple[float, float] | None,
+    ) -> None:
+        p = self._params
+        x = X[arm : arm + 1]
+        if len(self.y_) >= p["max_history"]:
+            if p["overflow"] == "error":
+                raise ValueError(
+                    f"KernelUCB keeps at most max_history={p['max_history']} points and its "
+                    "memory grows as their square; raise max_history or use overflow='window'"
+                )
+            self.M_inv_ = drop_first_inverse(self.M_inv_)
+            self.X_, self.y_ = self.X_[1:], self.y_[1:]
+        k = self._k(self.X_, x)[:, 0]
+        c = float(self._k(x, x)[0, 0]) + p["lam"]
+        self.X_ = np.vstack([self.X_, x])
+        self.y_ = np.append(self.y_, reward)
+        if (self.t_ + 1) % p["refresh_every"] == 0:
+            self.M_inv_ = np.linalg.inv(self._k(self.X_, self.X_) + p["lam"] * np.eye(len(self.y_)))
+        else:
+            self.M_inv_ = grow_inverse(self.M_inv_, k, c)
+        self._alpha_y = self.M_inv_ @ self.y_
+        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
+
+    def exact_inverse_error(self) -> float:
+        """Largest entry of |(K + λI)⁻¹ − inv(K + λI)|: the drift of the block updates."""
+        M = self._k(self.X_, self.X_) + self._params["lam"] * np.eye(len(self.y_))
+        return float(np.max(np.abs(self.M_inv_ - np.linalg.inv(M))))
+
+    def _state(self) -> dict[str, Any]:
+        return {"X": self.X_.copy(), "y": self.y_.copy(), "M_inv": self.M_inv_.copy()}
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        self.X_ = np.array(state["X"], dtype=np.float64).reshape(-1, self.n_features_in_ or 0)
+        self.y_ = np.array(state["y"], dtype=np.float64)
+        n = len(self.y_)
+        self.M_inv_ = np.array(state["M_inv"], dtype=np.float64).reshape(n, n)
+        self._alpha_y = self.M_inv_ @ self.y_

@@ -1,0 +1,220 @@
+"""NeuralUCB (Zhou et al. 2020) and NeuralTS (Zhang et al. 2021): exploration on the gradient
+features of the whole network.
+
+A scalar network f(x; w) is trained on every round played (MSE, Eq. 6 with θ = 1 on a linear
+output). Its gradient g(x; w) = ∇_w f(x; w) is the feature of a ridge statistic
+Z = λI + Σₛ g(xₛ)g(xₛ)ᵀ/m over the rounds played, and the width of an arm is
+‖g(x)/√m‖_{Z⁻¹}. NeuralUCB plays argmax f(x) + γ‖g/√m‖_{Z⁻¹}; NeuralTS samples
+r̃ ~ N(f(x), ν²λ gᵀZ⁻¹g/m) for each arm and plays the largest.
+
+``mode="full"`` keeps Z⁻¹ exactly (a float64 :class:`~deepbandits.linalg.ridge.RidgeState` of
+dimension p, the number of network parameters: only for small networks); ``mode="diag"`` keeps
+the diagonal of Z, as every published experiment of both methods does, and computes gᵀdiag(Z)⁻¹g
+for all arms without forming g (:func:`~deepbandits.networks.gradients.diagonal_quadratic_form`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from deepbandits._validation import check_choice, check_int, check_positive, check_unknown_keys
+from deepbandits.linalg.ridge import RidgeState
+from deepbandits.networks.gradients import (
+    diagonal_quadratic_form,
+    output_gradients,
+    per_sample_gradients,
+)
+from deepbandits.networks.learner import (
+    NETWORK_PARAMS,
+    NetworkLearner,
+    check_network_params,
+    seeded_generator,
+)
+from deepbandits.policies.base import Policy, Preset
+from deepbandits.policies.linucb import Array
+
+EXPLORATIONS = ("ucb", "ts")
+MODES = ("diag", "full")
+
+
+class NeuralGradientBandit(Policy):
+    """UCB or Thompson sampling on the gradient features of a neural reward model.
+
+    Parameters
+    ----------
+    exploration : {"ucb", "ts"}, default="ucb"
+        NeuralUCB (γ = ``alpha``) or NeuralTS (ν = ``alpha``).
+    mode : {"diag", "full"}, default="diag"
+        Diagonal approximation of Z, or the exact Z⁻¹ (p × p, refused above ``max_full_params``).
+    alpha : float, default=0.02
+        Exploration rate γ (UCB) or ν (TS); the paper uses 0.02 for every method.
+    lam : float, default=1.0
+        Regulariser λ of Z.
+    max_full_params : int, default=5000
+        Largest parameter count accepted by ``mode="full"`` (Z⁻¹ takes 8p² bytes).
+    refresh_every : int, default=500
+        ``mode="full"``: rank-one updates between exact re-inversions of Z.
+    hidden, n_layers, train_schedule, train_every, train_start, warmup_every, train_steps,
+    batch_size, optimizer, lr, weight_decay, device
+        The network and its training, as in
+        :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`; the output is one
+        linear unit and m = ``hidden`` in the 1/m scaling.
+    seed : int, optional
+        Seeds the network, the minibatches, the Thompson samples and tie-breaking.
+    """
+
+    def __init__(
+        self,
+        *,
+        exploration: str = "ucb",
+        mode: str = "diag",
+        alpha: float = 0.02,
+        lam: float = 1.0,
+        max_full_params: int = 5000,
+        refresh_every: int = 500,
+        seed: int | None = None,
+        **network_params: Any,
+    ) -> None:
+        check_unknown_keys(network_params, tuple(NETWORK_PARAMS), type(self).__name__)
+        super().__init__(
+            exploration=exploration,
+            mode=mode,
+            alpha=alpha,
+            lam=lam,
+            max_full_params=max_full_params,
+            refresh_every=refresh_every,
+            seed=seed,
+            **{**NETWORK_PARAMS, **network_params},
+        )
+
+    def _validate_params(self) -> None:
+        p = self._params
+        check_choice(p["exploration"], "exploration", EXPLORATIONS)
+        check_choice(p["mode"], "mode", MODES)
+        check_positive(p["alpha"], "alpha", allow_zero=True)
+        check_positive(p["lam"], "lam")
+        check_int(p["max_full_params"], "max_full_params", minimum=1)
+        check_int(p["refresh_every"], "refresh_every", minimum=1)
+        self.train_schedule_, self.device_ = check_network_params(p)
+
+    def _initialize(self, X: Array) -> None:
+        p = self._params
+        self._torch_gen = seeded_generator(p["seed"])
+        self.learner_ = NetworkLearner(
+            X.shape[1],
+            1,
+            output_activation=False,
+            params=p,
+            device=self.device_,
+            generator=self._torch_gen,
+        )
+        self.n_params_ = self.learner_.network.n_params
+        self._m = float(p["hidden"])
+        self.z_diag_: list[torch.Tensor] = []
+        self.z_: RidgeState | None = None
+        if p["mode"] == "full":
+            if self.n_params_ > p["max_full_params"]:
+                raise ValueError(
+                    f"mode='full' keeps a {self.n_params_} x {self.n_params_} matrix "
+                    f"({8 * self.n_params_**2 / 2**30:.1f} GiB) for this network, above "
+                    f"max_full_params={p['max_full_params']}; use mode='diag' or a smaller network"
+                )
+            self.z_ = RidgeState(self.n_params_, 1, p["lam"], p["refresh_every"])
+        else:
+            self.z_diag_ = [
+                torch.full_like(w, p["lam"], dtype=torch.float64)
+                for w in self.learner_.network.parameters()
+            ]
+
+    @property
+    def n_trainings_(self) -> int:
+        return self.learner_.n_trainings
+
+    def _tensor(self, X: Array) -> torch.Tensor:
+        return torch.from_numpy(X).to(self.device_, torch.float32)
+
+    def _predict(self, X: Array) -> tuple[Array, Array]:
+        """f(x) and ‖g(x)/√m‖_{Z⁻¹} for every arm, from one batched backward pass."""
+        net = self.learner_.network
+        with torch.no_grad():
+            if self.z_ is None:
+                f, deltas, acts = output_gradients(net, self._tensor(X))
+                inv = [1.0 / z for z in self.z_diag_]
+                quad = diagonal_quadratic_form(deltas, acts, inv).cpu().numpy()
+            else:
+                f, g = per_sample_gradients(net, self._tensor(X))
+                g64 = g.to("cpu", torch.float64).numpy()
+                quad = ((g64 @ self.z_.A_inv[0]) * g64).sum(axis=1)
+        mean = f.to("cpu", torch.float64).numpy()
+        width = np.sqrt(np.maximum(quad, 0.0) / self._m)
+        self.last_selection_ = {"mean": mean, "width": width}
+        return mean, width
+
+    def _index(self, X: Array) -> Array:
+        mean, width = self._predict(X)
+        alpha = self._params["alpha"]
+        if self._params["exploration"] == "ucb":
+            return mean + alpha * width
+        # σ² = λ gᵀZ⁻¹g/m (Zhang et al. 2021, Alg. 1); one sample per arm
+        sd = alpha * math.sqrt(self._params["lam"]) * width
+        return mean + sd * self._rng.standard_normal(len(mean))
+
+    def _learn(
+        self,
+        X: Array,
+        arm: int,
+        reward: float,
+        sigma2: float | None,
+        reward_range: tuple[float, float] | None,
+    ) -> None:
+        net = self.learner_.network
+        x = self._tensor(X[arm : arm + 1])
+        with torch.no_grad():
+            if self.z_ is None:  # Z += g gᵀ/m, diagonal part: δ² ⊗ a² per layer
+                _, deltas, acts = output_gradients(net, x)
+                for i, (delta, a) in enumerate(zip(deltas, acts, strict=False)):
+                    d2 = (delta[0] * delta[0]).to(torch.float64) / self._m
+                    self.z_diag_[2 * i] += torch.outer(d2, (a[0] * a[0]).to(torch.float64))
+                    self.z_diag_[2 * i + 1] += d2
+            else:
+                _, g = per_sample_gradients(net, x)
+                self.z_.update(g[0].to("cpu", torch.float64).numpy(), 0.0, 1.0 / self._m)
+        self.learner_.history.append(X[arm], reward, 1.0, 0)
+        seconds = 0.0
+        if self.train_schedule_.should_train(self.t_ + 1):
+            start = time.perf_counter()
+            self.learner_.train_reward_model(self.train_schedule_, self._torch_gen)
+            seconds = time.perf_counter() - start
+        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": seconds}
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "learner": self.learner_.state_dict(),
+            "torch_gen": self._torch_gen.get_state(),
+            "z_diag": [z.cpu() for z in self.z_diag_],
+            "z": self.z_.state_dict() if self.z_ is not None else None,
+        }
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        self.learner_.load_state_dict(state["learner"])
+        self._torch_gen.set_state(state["torch_gen"])
+        self.z_diag_ = [torch.as_tensor(z).to(self.device_) for z in state["z_diag"]]
+        if state["z"] is not None:
+            self.z_ = RidgeState.from_state_dict(state["z"])
+
+
+class NeuralUCB(Preset, NeuralGradientBandit):
+    """NeuralUCB (Zhou et al. 2020): f(x) + γ‖g(x)/√m‖_{Z⁻¹}; ``mode="diag"|"full"``."""
+
+    fixed_params: ClassVar[dict[str, Any]] = {"exploration": "ucb"}
+
+
+class NeuralTS(Preset, NeuralGradientBandit):
+    """NeuralTS (Zhang et al. 2021): r̃ ~ N(f(x), ν²λ gᵀZ⁻¹g/m); ``mode="diag"|"full"``."""
+
+    fixed_params: ClassVar[dict[str, Any]] = {"exploration": "ts"}
