@@ -7,6 +7,7 @@ disjoint variant of Li et al. (2010), one A and b per arm. Everything is float64
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,25 +37,33 @@ class RidgeState:
         Feature dimension.
     n_heads : int, default=1
         Number of independent regressions (1 = shared θ; K = one per arm).
-    lam : float, default=1.0
-        Ridge regulariser λ > 0.
+    lam : float or sequence of float, default=1.0
+        Ridge regulariser λ > 0, shared or one per head (SAVE's layers use λ_ℓ = 4^{-ℓ}).
     refresh_every : int, default=500
         A⁻¹ is maintained by rank-one Sherman–Morrison updates; every ``refresh_every`` updates of
         a head its inverse is recomputed exactly from A, which bounds the floating-point drift.
     """
 
-    def __init__(self, dim: int, n_heads: int = 1, lam: float = 1.0, refresh_every: int = 500):
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int = 1,
+        lam: float | Sequence[float] = 1.0,
+        refresh_every: int = 500,
+    ):
         if dim < 1 or n_heads < 1:
             raise ValueError(f"RidgeState needs dim >= 1 and n_heads >= 1, got {dim}, {n_heads}")
-        if not lam > 0:
+        lams = np.broadcast_to(np.asarray(lam, dtype=np.float64), (int(n_heads),)).copy()
+        if not (lams > 0).all():
             raise ValueError(f"lam must be > 0, but {lam!r} is given")
         self.dim = int(dim)
         self.n_heads = int(n_heads)
-        self.lam = float(lam)
+        self.lam = float(lams[0]) if (lams == lams[0]).all() else lams
+        self._lams = lams
         self.refresh_every = int(refresh_every)
         eye = np.eye(self.dim)
-        self.A = np.repeat(eye[None] * self.lam, self.n_heads, axis=0)
-        self.A_inv = np.repeat(eye[None] / self.lam, self.n_heads, axis=0)
+        self.A = eye[None] * lams[:, None, None]
+        self.A_inv = eye[None] / lams[:, None, None]
         self.b = np.zeros((self.n_heads, self.dim))
         self.theta = np.zeros((self.n_heads, self.dim))
         self.n_updates = np.zeros(self.n_heads, dtype=np.int64)
@@ -82,11 +91,11 @@ class RidgeState:
 
     def refit(self, X: Array, rewards: Array, weights: Array, heads: NDArray[np.int64]) -> None:
         """Rebuild all heads from scratch on the observations ``(X, rewards, weights, heads)``."""
-        eye = np.eye(self.dim) * self.lam
+        eye = np.eye(self.dim)
         WX = X * weights[:, None]
         for h in range(self.n_heads):
             sel = heads == h
-            self.A[h] = eye + WX[sel].T @ X[sel]
+            self.A[h] = eye * self._lams[h] + WX[sel].T @ X[sel]
             self.b[h] = WX[sel].T @ rewards[sel]
         self.A_inv = np.linalg.inv(self.A)
         self.theta = np.einsum("hij,hj->hi", self.A_inv, self.b)
@@ -113,7 +122,7 @@ class RidgeState:
         return {
             "dim": self.dim,
             "n_heads": self.n_heads,
-            "lam": self.lam,
+            "lam": self._lams.copy(),
             "refresh_every": self.refresh_every,
             "A": self.A.copy(),
             "A_inv": self.A_inv.copy(),
@@ -125,12 +134,8 @@ class RidgeState:
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> RidgeState:
         """Rebuild from :meth:`state_dict` (arrays may come back as CPU tensors from a file)."""
-        ridge = cls(
-            int(state["dim"]),
-            int(state["n_heads"]),
-            float(state["lam"]),
-            int(state["refresh_every"]),
-        )
+        lam = np.asarray(state["lam"], dtype=np.float64)
+        ridge = cls(int(state["dim"]), int(state["n_heads"]), lam, int(state["refresh_every"]))
         for key in ("A", "A_inv", "b", "theta"):
             setattr(ridge, key, np.array(state[key], dtype=np.float64))
         ridge.n_updates = np.array(state["n_updates"], dtype=np.int64)

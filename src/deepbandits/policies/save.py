@@ -1,0 +1,180 @@
+"""SAVE-SupNeural-LinUCB: the SAVE algorithm of Zhao et al. (2023) on neural features.
+
+SAVE ("SupLin + Adaptive Variance-aware Exploration", Algorithm 1 of Zhao et al. 2023) is a
+variance-aware SupLinUCB. It keeps L = ⌈log₂(1/α)⌉ weighted ridge estimators ("layers");
+layer ℓ = 1..L starts from Σ_ℓ = 4^{-ℓ}I and only receives rounds it explored, each with weight
+w = 2^{-ℓ}/‖a‖_{Σ_ℓ⁻¹} (so its statistics add w²aaᵀ and w²ra). Each round descends the layers
+with the surviving arms 𝒜 (all arms at ℓ = 1):
+
+1. if every width ‖a‖_{Σ_ℓ⁻¹} ≤ α: play argmax θ̂_ℓᵀa + β̂_ℓ‖a‖_{Σ_ℓ⁻¹} (exploit; stored nowhere);
+2. else if every width ≤ 2^{-ℓ}: keep the arms with θ̂_ℓᵀa ≥ max θ̂_ℓᵀa′ − 2·2^{-ℓ}β̂_ℓ and go
+   to layer ℓ + 1;
+3. else: play an arm with width > 2^{-ℓ} (we take the widest) and add it to layer ℓ.
+
+β̂_ℓ is SAVE's variance-adaptive radius, built from the layer's weighted residual sum
+Var̂_ℓ = Σ w²(r − θ̂_ℓᵀa)² (:func:`save_radius`). Following Appendix B.3 of the paper, the
+"contexts" a are the features φ(x; w) of the network, trained as in Neural-LinUCB on an
+unweighted ridge head over every round (that head is used for training only).
+
+Taken from Zhao et al. (2023): the layer structure and descent rule above, λ_ℓ = 4^{-ℓ}, the
+weights w = 2^{-ℓ}/‖a‖, the elimination margin 2·2^{-ℓ}β̂, L = ⌈log₂(1/α)⌉ and the form of β̂
+(Freedman-type: 2^{-ℓ}·√(Var̂·ι) plus 2^{-ℓ}R·ι terms, ι = log(4t²L/δ)). Our choices: α = 1/T
+from the ``horizon`` (``threshold`` overrides it), the widest eligible arm in step 3, and
+``beta_scale`` to shrink β̂. The constants 16, 8, 6 of :func:`save_radius` are our reading of
+their Theorem; with them SAVE explores heavily, the over-exploration that the paper reports
+(Fig. full_demo).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deepbandits._validation import check_positive
+from deepbandits.linalg.ridge import RidgeState
+from deepbandits.policies.base import Preset
+from deepbandits.policies.linucb import Array
+from deepbandits.policies.neural_linear import NeuralLinearBandit
+
+
+def save_radius(
+    level: NDArray[np.int64],
+    var_hat: Array,
+    t: int,
+    n_layers: int,
+    R: float,
+    M: float,
+    delta: float,
+) -> Array:
+    """β̂_{t,ℓ} of each layer ``level`` (1-based) from its weighted residual sum ``var_hat``."""
+    iota = math.log(4.0 * max(t, 1) ** 2 * n_layers / delta)
+    scale = 2.0 ** (-level.astype(np.float64))
+    inner = (8.0 * np.maximum(var_hat, 0.0) + 6.0 * R**2 * iota + 2.0 * scale**2) * iota
+    return 16.0 * scale * np.sqrt(inner) + 6.0 * scale * R * iota + scale * M
+
+
+def save_layer_search(
+    means: Array, widths: Array, betas: Array, alpha: float
+) -> tuple[int | None, NDArray[np.int64], Array]:
+    """SAVE's descent through the layers for one round (module doc, steps 1–3).
+
+    ``means`` and ``widths`` are ``[L, K]`` (θ̂_ℓᵀa and ‖a‖_{Σ_ℓ⁻¹}), ``betas`` is ``[L]``.
+    Returns ``(layer, arms, scores)``: the 0-based layer the round explores (None for an exploit
+    round), the arms that may be played, and the score to maximise over them.
+    """
+    arms = np.arange(means.shape[1])
+    for i in range(means.shape[0]):
+        threshold = 2.0 ** -(i + 1)
+        w = widths[i, arms]
+        if (w <= alpha).all():
+            return None, arms, means[i, arms] + betas[i] * w
+        if (w <= threshold).all():
+            m = means[i, arms]
+            arms = arms[m >= m.max() - 2.0 * threshold * betas[i]]
+            continue
+        wide = w > threshold
+        return i, arms[wide], w[wide]
+    last = means.shape[0] - 1  # every width ≤ 2^{-L} ≤ α: unreachable in exact arithmetic
+    return None, arms, means[last, arms] + betas[last] * widths[last, arms]
+
+
+class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
+    """SAVE-SupNeural-LinUCB (Appendix B.3): SAVE on the network's features; needs T.
+
+    Parameters of :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit` apply to the
+    network and its training (``alpha`` and ``variance`` are fixed: the ridge head on φ only
+    provides θ for training). ``R``, ``M`` and ``delta`` enter β̂. In addition:
+
+    Parameters
+    ----------
+    threshold : float, optional
+        SAVE's α; default 1/``horizon``. The number of layers is ⌈log₂(1/α)⌉.
+    beta_scale : float, default=1.0
+        Multiplies β̂.
+    """
+
+    preset_params: ClassVar[dict[str, Any]] = {"threshold": None, "beta_scale": 1.0}
+    fixed_params: ClassVar[dict[str, Any]] = {"alpha": 0.0, "variance": "none"}
+    _extra_params = (*NeuralLinearBandit._extra_params, "threshold", "beta_scale")
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        p = self._params
+        if p["threshold"] is not None:
+            check_positive(p["threshold"], "threshold")
+            if not p["threshold"] < 1:
+                raise ValueError(f"threshold must be in (0, 1), but {p['threshold']!r} is given")
+        check_positive(p["beta_scale"], "beta_scale", allow_zero=True)
+
+    def _initialize(self, X: Array) -> None:
+        super()._initialize(X)
+        p = self._params
+        if p["threshold"] is None and p["horizon"] is None:
+            raise ValueError(
+                "SAVE needs the horizon T (horizon=T) or its threshold α (threshold=...); "
+                "the runner sets horizon to the run's T"
+            )
+        self.threshold_ = p["threshold"] if p["threshold"] is not None else 1.0 / p["horizon"]
+        L = max(1, math.ceil(math.log2(1.0 / self.threshold_)))
+        self.levels_ = np.arange(1, L + 1)
+        self.layers_ = RidgeState(self._feature_dim_, L, 4.0**-self.levels_, p["refresh_every"])
+        self.sq_rewards_ = np.zeros(L)  # Σ w² r² per layer, for Var̂
+
+    def layer_radii(self) -> Array:
+        """β̂_{t,ℓ} of every layer for the coming round."""
+        p, ly = self._params, self.layers_
+        lam = 4.0**-self.levels_
+        # Var̂ = Σ w²(r − θᵀa)² = Σw²r² − 2θᵀb + θᵀ(A − λI)θ
+        quad = np.einsum("li,lij,lj->l", ly.theta, ly.A, ly.theta) - lam * (ly.theta**2).sum(1)
+        var_hat = self.sq_rewards_ - 2.0 * (ly.theta * ly.b).sum(1) + quad
+        radii = save_radius(
+            self.levels_, var_hat, self.t_ + 1, len(lam), p["R"], p["M"], p["delta"]
+        )
+        return p["beta_scale"] * radii
+
+    def _search(self, X: Array) -> tuple[int | None, NDArray[np.int64], Array, Array, Array]:
+        phi = self._phi(X)
+        L, K = len(self.levels_), len(X)
+        heads = np.repeat(np.arange(L), K)
+        mean, width = self.layers_.score(np.tile(phi, (L, 1)), heads)
+        means, widths = mean.reshape(L, K), width.reshape(L, K)
+        layer, arms, scores = save_layer_search(means, widths, self.layer_radii(), self.threshold_)
+        return layer, arms, scores, means, widths
+
+    def _index(self, X: Array) -> Array:
+        layer, arms, scores, means, widths = self._search(X)
+        at = len(self.levels_) - 1 if layer is None else layer
+        self.last_selection_ = {"mean": means[at], "width": widths[at]}
+        index = np.full(len(X), -np.inf)
+        index[arms] = scores
+        return index
+
+    def _learn(
+        self,
+        X: Array,
+        arm: int,
+        reward: float,
+        sigma2: float | None,
+        reward_range: tuple[float, float] | None,
+    ) -> None:
+        layer, arms, _, _, widths = self._search(X)
+        if layer is not None and arm in arms:  # an exploration round of layer ℓ
+            w = 2.0 ** -(layer + 1) / widths[layer, arm]
+            self.layers_.update(self._phi(X)[arm], reward, w * w, layer)
+            self.sq_rewards_[layer] += w * w * reward * reward
+        super()._learn(X, arm, reward, sigma2, reward_range)
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            **super()._state(),
+            "layers": self.layers_.state_dict(),
+            "sq_rewards": self.sq_rewards_.copy(),
+        }
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        super()._load_state(state)
+        self.layers_ = RidgeState.from_state_dict(state["layers"])
+        self.sq_rewards_ = np.array(state["sq_rewards"], dtype=np.float64)
