@@ -13,12 +13,18 @@ from deepbandits.envs import Environment, Round, SyntheticEnv, env_names, make_e
 from deepbandits.experiments import RunResult, run
 from deepbandits.linalg import RidgeState
 from deepbandits.policies import (
+    BootstrappedNN,
+    KernelUCB,
     LinUCB,
+    NeuralGradientBandit,
     NeuralLinearBandit,
     NeuralLinGreedy,
     NeuralLinUCB,
     NeuralSigma2LinUCB,
+    NeuralTS,
+    NeuralUCB,
     Policy,
+    SaveNeuralLinUCB,
     Sigma2LinUCB,
     load_policy,
     make_policy,
@@ -26,16 +32,22 @@ from deepbandits.policies import (
 )
 
 __all__ = [
+    "BootstrappedNN",
     "Environment",
+    "KernelUCB",
     "LinUCB",
+    "NeuralGradientBandit",
     "NeuralLinGreedy",
     "NeuralLinUCB",
     "NeuralLinearBandit",
     "NeuralSigma2LinUCB",
+    "NeuralTS",
+    "NeuralUCB",
     "Policy",
     "RidgeState",
     "Round",
     "RunResult",
+    "SaveNeuralLinUCB",
     "Sigma2LinUCB",
     "SyntheticEnv",
     "__version__",

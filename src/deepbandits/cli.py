@@ -9,7 +9,7 @@ from pathlib import Path
 from deepbandits.envs import env_names
 from deepbandits.experiments.compare import compare, format_table
 from deepbandits.experiments.specs import parse_seeds
-from deepbandits.policies import policy_names
+from deepbandits.policies import CONFIGURATIONS, distinct_policy_names, policy_names
 
 DEMO_POLICIES = ["linucb", "neural-lingreedy", "neural-linucb", "neural-sigma2-linucb"]
 SPEC_HELP = (
@@ -68,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         required=True,
         metavar="POLICY",
-        help=f"policies, each {SPEC_HELP}; 'all' for every registered policy",
+        help=(
+            f"policies, each {SPEC_HELP}; 'all' for every registered policy and named "
+            "configuration"
+        ),
     )
     _common(p_cmp, T=10000, seeds="0-4")
 
@@ -90,7 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "list":
-        print("policies:", ", ".join(policy_names()))
+        print("policies:", ", ".join(policy_names(configurations=False)))
+        print("configurations:")
+        for name, (base, settings) in CONFIGURATIONS.items():
+            keys = ",".join(f"{k}={v}" for k, v in settings.items())
+            print(f"  {name} = {base}:{keys}")
         print("environments:", ", ".join(env_names()))
         return 0
     if args.command == "run":
@@ -98,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "demo":
         policies = DEMO_POLICIES
     else:
-        policies = policy_names() if args.policies == ["all"] else args.policies
+        policies = distinct_policy_names() if args.policies == ["all"] else args.policies
     try:
         seeds = parse_seeds(args.seeds)
         summary = compare(

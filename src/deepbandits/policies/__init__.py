@@ -1,4 +1,10 @@
-"""Bandit policies and the registry behind their command-line names."""
+"""Bandit policies, the registry behind their command-line names, and named configurations.
+
+:data:`POLICIES` maps a registry name to a class; :data:`CONFIGURATIONS` maps a name to a
+registry name plus keyword settings: the ablations of Section 5.5 (Fig. ablation_study) and the
+heuristic σ² schedules of Fig. heuristic are settings of ``neural-sigma2-linucb``, not classes.
+Both kinds of name are accepted by :func:`make_policy` and the CLI's ``--policy``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,8 @@ from typing import Any
 
 from deepbandits._validation import check_choice
 from deepbandits.policies.base import Policy, load_policy
+from deepbandits.policies.bootstrapped import BootstrappedNN
+from deepbandits.policies.kernel_ucb import KernelUCB
 from deepbandits.policies.linucb import LinUCB, Sigma2LinUCB
 from deepbandits.policies.neural_linear import (
     NeuralLinearBandit,
@@ -13,36 +21,82 @@ from deepbandits.policies.neural_linear import (
     NeuralLinUCB,
     NeuralSigma2LinUCB,
 )
+from deepbandits.policies.neural_ucb import NeuralGradientBandit, NeuralTS, NeuralUCB
+from deepbandits.policies.save import SaveNeuralLinUCB
 
 POLICIES: dict[str, type[Policy]] = {
     "linucb": LinUCB,
     "sigma2-linucb": Sigma2LinUCB,
+    "neural-ucb": NeuralUCB,
+    "neural-ts": NeuralTS,
     "neural-lingreedy": NeuralLinGreedy,
     "neural-linucb": NeuralLinUCB,
     "neural-sigma2-linucb": NeuralSigma2LinUCB,
+    "save-neural-linucb": SaveNeuralLinUCB,
+    "kernel-ucb": KernelUCB,
+    "bootstrapped-nn": BootstrappedNN,
+}
+
+#: Named settings of registered policies (Section 5.5 and Appendix B.3 of the paper).
+CONFIGURATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    # Fig. ablation_study: oracle σ² / Eq. 13 estimate / φᵀA⁻¹φ, trained by MSE (Eq. 6) or MLE
+    "oracle-mse": ("neural-sigma2-linucb", {"variance": "oracle", "loss": "mse"}),
+    "range-mse": ("neural-sigma2-linucb", {"variance": "range", "loss": "mse"}),
+    "range-mle": ("neural-sigma2-linucb", {"variance": "range", "loss": "mle"}),
+    "mle-var": ("neural-sigma2-linucb", {"variance": "mle-var", "loss": "mle"}),
+    # Fig. heuristic: σ²ₜ falling linearly from 1 (or 10) to 0 over the horizon
+    "heuristic-1": ("neural-sigma2-linucb", {"variance": "schedule", "schedule": "linear:1:0"}),
+    "heuristic-10": ("neural-sigma2-linucb", {"variance": "schedule", "schedule": "linear:10:0"}),
 }
 
 
-def policy_names() -> list[str]:
-    """Registry names accepted by :func:`make_policy` and the CLI's ``--policy``."""
-    return list(POLICIES)
+def policy_names(configurations: bool = True) -> list[str]:
+    """Names accepted by :func:`make_policy` and ``--policy``: registry names, then
+    (unless ``configurations=False``) the named configurations."""
+    return list(POLICIES) + (list(CONFIGURATIONS) if configurations else [])
+
+
+def distinct_policy_names() -> list[str]:
+    """:func:`policy_names` without configurations equal to an earlier name's defaults
+    (``range-mse`` is ``neural-sigma2-linucb`` as it comes): what ``--policy all`` runs."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+    names = []
+    for name in policy_names():
+        policy = make_policy(name)
+        key = (type(policy).__name__, policy.get_params())
+        if key not in seen:
+            seen.append(key)
+            names.append(name)
+    return names
 
 
 def make_policy(name: str, **params: Any) -> Policy:
-    """Build a policy by registry name, e.g. ``make_policy("linucb", per_arm=True)``."""
-    check_choice(name, "policy", POLICIES)
+    """Build a policy by name, e.g. ``make_policy("linucb", per_arm=True)`` or
+    ``make_policy("range-mle", seed=0)``; keywords override a configuration's settings."""
+    check_choice(name, "policy", policy_names())
+    if name in CONFIGURATIONS:
+        base, settings = CONFIGURATIONS[name]
+        return POLICIES[base](**{**settings, **params})
     return POLICIES[name](**params)
 
 
 __all__ = [
+    "CONFIGURATIONS",
     "POLICIES",
+    "BootstrappedNN",
+    "KernelUCB",
     "LinUCB",
+    "NeuralGradientBandit",
     "NeuralLinGreedy",
     "NeuralLinUCB",
     "NeuralLinearBandit",
     "NeuralSigma2LinUCB",
+    "NeuralTS",
+    "NeuralUCB",
     "Policy",
+    "SaveNeuralLinUCB",
     "Sigma2LinUCB",
+    "distinct_policy_names",
     "load_policy",
     "make_policy",
     "policy_names",
