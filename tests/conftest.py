@@ -25,3 +25,6 @@ def play(policy, env, T):
 SMALL_NET = dict(
     hidden=16, feature_dim=8, train_start=60, train_every=20, warmup_every=20, train_steps=15
 )
+
+# the same for policies whose network outputs the reward itself (no feature_dim)
+SMALL_REWARD_NET = {k: v for k, v in SMALL_NET.items() if k != "feature_dim"}

@@ -88,3 +88,22 @@ def test_refresh_bounds_drift_and_refit_equals_incremental():
     refit.refit(X, r, w, np.zeros(1000, dtype=np.int64))
     np.testing.assert_allclose(refit.theta, ridge.theta, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(refit.A, ridge.A, rtol=1e-12)
+
+
+def test_large_heads_update_in_place_and_match_exact_solve():
+    """Heads of dimension >= 256 use in-place torch rank-one updates; same statistics."""
+    rng = np.random.default_rng(0)
+    dim = 300
+    ridge = RidgeState(dim, n_heads=2, lam=[0.5, 2.0], refresh_every=7)
+    X = rng.standard_normal((20, dim)) / np.sqrt(dim)
+    r = rng.standard_normal(20)
+    w = rng.uniform(0.2, 3.0, 20)
+    heads = np.arange(20) % 2
+    for i in range(20):
+        ridge.update(X[i], r[i], w[i], heads[i])
+    for h, lam in ((0, 0.5), (1, 2.0)):
+        sel = heads == h
+        A = lam * np.eye(dim) + (X[sel] * w[sel, None]).T @ X[sel]
+        np.testing.assert_allclose(ridge.A[h], A, atol=1e-12)
+        np.testing.assert_allclose(ridge.theta[h], np.linalg.solve(A, (w * r)[sel] @ X[sel]))
+    assert ridge.exact_inverse_error() < 1e-10

@@ -69,8 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         metavar="POLICY",
         help=(
-            f"policies, each {SPEC_HELP}; 'all' for every registered policy and named "
-            "configuration"
+            f"policies, each {SPEC_HELP}; 'all' for every registered policy and named configuration"
         ),
     )
     _common(p_cmp, T=10000, seeds="0-4")

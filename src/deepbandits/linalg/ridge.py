@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from deepbandits._convert import as_numpy
+
 Array = NDArray[np.float64]
 #: from this dimension on, rank-one updates are done in place (torch ``addr_``)
 _IN_PLACE_DIM = 256
@@ -134,9 +136,9 @@ class RidgeState:
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> RidgeState:
         """Rebuild from :meth:`state_dict` (arrays may come back as CPU tensors from a file)."""
-        lam = np.asarray(state["lam"], dtype=np.float64)
+        lam = as_numpy(state["lam"])
         ridge = cls(int(state["dim"]), int(state["n_heads"]), lam, int(state["refresh_every"]))
         for key in ("A", "A_inv", "b", "theta"):
-            setattr(ridge, key, np.array(state[key], dtype=np.float64))
-        ridge.n_updates = np.array(state["n_updates"], dtype=np.int64)
+            setattr(ridge, key, as_numpy(state[key]).copy())
+        ridge.n_updates = as_numpy(state["n_updates"], np.int64).copy()
         return ridge

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from deepbandits._convert import as_numpy
 from deepbandits._validation import check_choice, check_int, check_positive
 from deepbandits.policies.base import Policy
 from deepbandits.policies.linucb import Array
@@ -172,8 +173,8 @@ class KernelUCB(Policy):
         return {"X": self.X_.copy(), "y": self.y_.copy(), "M_inv": self.M_inv_.copy()}
 
     def _load_state(self, state: dict[str, Any]) -> None:
-        self.X_ = np.array(state["X"], dtype=np.float64).reshape(-1, self.n_features_in_ or 0)
-        self.y_ = np.array(state["y"], dtype=np.float64)
+        self.X_ = as_numpy(state["X"]).reshape(-1, self.n_features_in_ or 0)
+        self.y_ = as_numpy(state["y"])
         n = len(self.y_)
-        self.M_inv_ = np.array(state["M_inv"], dtype=np.float64).reshape(n, n)
+        self.M_inv_ = as_numpy(state["M_inv"]).reshape(n, n)
         self._alpha_y = self.M_inv_ @ self.y_

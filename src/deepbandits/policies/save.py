@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from deepbandits._convert import as_numpy
 from deepbandits._validation import check_positive
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.policies.base import Preset
@@ -177,4 +178,4 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
     def _load_state(self, state: dict[str, Any]) -> None:
         super()._load_state(state)
         self.layers_ = RidgeState.from_state_dict(state["layers"])
-        self.sq_rewards_ = np.array(state["sq_rewards"], dtype=np.float64)
+        self.sq_rewards_ = as_numpy(state["sq_rewards"]).copy()
