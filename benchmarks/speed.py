@@ -7,10 +7,15 @@ Prints a Markdown table:
 * seconds per network update (train_steps minibatch steps on the whole history) for the neural
   family;
 * total wall time of a full T=10000 h1 run of Neural-σ²-LinUCB with its default parameters and
-  with the paper's schedule (Appendix B).
+  with the paper's schedule (Appendix B);
+* the paper's latency experiment (Table latency): seconds for 100 rounds of arm selection and for
+  the network updates of those rounds (H = 10, so 10 updates of ``train_steps`` steps) on an
+  MNIST-shaped problem: K = 10 arms, block-encoded contexts of d = 784·10, m = 100.
 
 Targets on 2 CPU cores: >= 5,000 rounds/s for the LinUCB family, >= 1,000 rounds/s for the
-neural-linear family, full T=10000 run <= 60 s.
+neural-linear family, full T=10000 run <= 60 s; latency of arm selection >= 10x below the paper's
+RTX A5000 figure for the neural-linear family (0.43 s) and >= 5x below it for NeuralUCB-diag
+(6.42 s).
 """
 
 from __future__ import annotations
@@ -41,6 +46,49 @@ def full_run(schedule: str, T: int) -> tuple[float, float, int]:
     return time.perf_counter() - start, result.final_regret, policy.n_trainings_
 
 
+#: Table latency of the paper (RTX A5000): (arm selection s, network update s) per 100 rounds
+PAPER_LATENCY = {
+    "neural-linucb": (0.43, 1.86),
+    "neural-sigma2-linucb": (0.43, 1.86),
+    "neural-ucb": (6.42, 2.28),
+    "neural-ts": (7.27, 2.62),
+}
+
+
+def mnist_shaped_rounds(n: int, seed: int = 0) -> list[np.ndarray]:
+    """``n`` rounds of block-encoded contexts: arm k holds a random unit image in block k."""
+    rng = np.random.default_rng(seed)
+    K, D = 10, 784
+    rounds = []
+    for _ in range(n):
+        x = rng.random(D)
+        X = np.zeros((K, K * D))
+        for k in range(K):
+            X[k, k * D : (k + 1) * D] = x / np.linalg.norm(x)
+        rounds.append(X)
+    return rounds
+
+
+def latency(name: str, rounds: list[np.ndarray], train_steps: int) -> tuple[float, float]:
+    """Seconds of select() and of network training over ``len(rounds)`` rounds with H = 10."""
+    params = dict(seed=0, train_every=10, train_start=0, warmup_every=0, train_steps=train_steps)
+    if name in ("neural-linucb", "neural-sigma2-linucb"):
+        params["feature_dim"] = 64  # the paper's d' on real data
+    if name == "neural-sigma2-linucb":
+        params["reward_range"] = (0, 1)
+    policy = db.make_policy(name, **params)
+    rng = np.random.default_rng(1)
+    policy.select(rounds[0])  # build the network outside the timed loop
+    select = train = 0.0
+    for X in rounds:
+        start = time.perf_counter()
+        arm = policy.select(X)
+        select += time.perf_counter() - start
+        policy.update(X, arm, float(rng.random() < 0.1))
+        train += policy.last_update_["train_seconds"]
+    return select, train
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -56,7 +104,7 @@ def main() -> None:
     rounds_per_second("neural-linucb", 500)  # warm-up: torch's first calls are slow
     print("| policy | select+update rounds/s (training excluded) | seconds per network update |")
     print("|---|---|---|")
-    for name in db.policy_names():
+    for name in db.policy_names(configurations=False):
         rate, train = rounds_per_second(name, T_rate)
         train_txt = f"{train:.3f}" if np.isfinite(train) else "-"
         print(f"| {name} | {rate:,.0f} | {train_txt} |", flush=True)
@@ -66,6 +114,21 @@ def main() -> None:
     for schedule in ("default", "paper"):
         wall, regret, n = full_run(schedule, T_full)
         print(f"| schedule={schedule} | {wall:.1f} | {n} | {regret:.0f} |", flush=True)
+
+    steps = 100 if args.quick else 1000
+    rounds = mnist_shaped_rounds(100)
+    print(
+        f"\nLatency, MNIST-shaped (d=7840 block-encoded, K=10, m=100, H=10, n={steps}), 100 rounds"
+    )
+    print("| policy | arm selection (s) | paper (s) | speed-up | network update (s) | paper (s) |")
+    print("|---|---|---|---|---|---|")
+    for name, (paper_sel, paper_upd) in PAPER_LATENCY.items():
+        sel, upd = latency(name, rounds, steps)
+        print(
+            f"| {name} | {sel:.3f} | {paper_sel} | {paper_sel / sel:.0f}x | {upd:.2f} | "
+            f"{paper_upd} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import pytest
 
 from deepbandits.cli import main
 from deepbandits.experiments.specs import parse_seeds, parse_spec
+from deepbandits.policies import distinct_policy_names
 
 
 def test_parse_spec_and_seeds():
@@ -77,3 +78,17 @@ def test_parallel_jobs_give_the_same_runs(tmp_path):
             a.drop(columns=["time_select", "time_update", "time_train"]),
             b.drop(columns=["time_select", "time_update", "time_train"]),
         )
+
+
+def test_compare_all_runs_every_distinct_policy_and_configuration(tmp_path, capsys):
+    out = tmp_path / "all"
+    args = ["compare", "--env", "h1:d=4", "--policy", "all", "--T", "30", "--seeds", "0"]
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary["policy"]) == distinct_policy_names()
+    assert {"neural-ucb", "save-neural-linucb", "kernel-ucb", "heuristic-1"} <= set(
+        summary["policy"]
+    )
+    config = json.loads((out / "heuristic-1" / "seed_0.json").read_text())
+    assert config["policy"]["params"]["horizon"] == 30  # the runner gave the horizon
+    assert (out / "regret.png").stat().st_size > 0
