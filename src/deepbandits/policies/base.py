@@ -177,6 +177,7 @@ class Policy(ABC):
         reward = check_finite_scalar(reward, "reward")
         if sigma2 is not None:
             sigma2 = check_positive(sigma2, "sigma2", allow_zero=True)
+        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
         self._learn(X, arm, reward, sigma2, reward_range)
         self.t_ += 1
 

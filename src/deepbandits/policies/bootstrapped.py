@@ -93,14 +93,12 @@ class BootstrappedNN(Policy):
         for member, k in zip(self.members_, copies, strict=True):
             for _ in range(k):
                 member.history.append(X[arm], reward, 1.0, 0)
-        seconds = 0.0
         if self.train_schedule_.should_train(self.t_ + 1):
             start = time.perf_counter()
             for member in self.members_:
                 member.train_reward_model(self.train_schedule_, self._torch_gen)
             self.n_trainings_ += 1
-            seconds = time.perf_counter() - start
-        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": seconds}
+            self.last_update_["train_seconds"] = time.perf_counter() - start
 
     def _state(self) -> dict[str, Any]:
         return {

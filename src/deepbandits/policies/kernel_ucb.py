@@ -162,7 +162,6 @@ class KernelUCB(Policy):
         else:
             self.M_inv_ = grow_inverse(self.M_inv_, k, c)
         self._alpha_y = self.M_inv_ @ self.y_
-        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
 
     def exact_inverse_error(self) -> float:
         """Largest entry of |(K + λI)⁻¹ − inv(K + λI)|: the drift of the block updates."""

@@ -185,12 +185,10 @@ class NeuralGradientBandit(Policy):
                 _, g = per_sample_gradients(net, x)
                 self.z_.update(g[0].to("cpu", torch.float64).numpy(), 0.0, 1.0 / self._m)
         self.learner_.history.append(X[arm], reward, 1.0, 0)
-        seconds = 0.0
         if self.train_schedule_.should_train(self.t_ + 1):
             start = time.perf_counter()
             self.learner_.train_reward_model(self.train_schedule_, self._torch_gen)
-            seconds = time.perf_counter() - start
-        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": seconds}
+            self.last_update_["train_seconds"] = time.perf_counter() - start
 
     def _state(self) -> dict[str, Any]:
         return {
