@@ -58,14 +58,10 @@ PAPER_LATENCY = {
 def mnist_shaped_rounds(n: int, seed: int = 0) -> list[np.ndarray]:
     """``n`` rounds of block-encoded contexts: arm k holds a random unit image in block k."""
     rng = np.random.default_rng(seed)
-    K, D = 10, 784
     rounds = []
     for _ in range(n):
-        x = rng.random(D)
-        X = np.zeros((K, K * D))
-        for k in range(K):
-            X[k, k * D : (k + 1) * D] = x / np.linalg.norm(x)
-        rounds.append(X)
+        x = rng.random(784)
+        rounds.append(db.block_encode(x / np.linalg.norm(x), 10))
     return rounds
 
 

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
 from deepbandits._validation import check_choice, check_int, check_positive
+from deepbandits.encoding import diagonal_blocks
 from deepbandits.networks.mlp import MLP
 from deepbandits.networks.schedule import TrainSchedule, resolve_schedule
 from deepbandits.networks.training import (
@@ -120,10 +121,15 @@ class NetworkLearner:
         self.last_loss = math.nan
 
     def forward(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Network output for each row of ``X``, as float64 numpy."""
+        """Network output for each row of ``X``, as float64 numpy.
+
+        Block-encoded contexts (Section 5.2) skip their zero blocks in the first layer.
+        """
+        blocks = diagonal_blocks(X)
         with torch.no_grad():
-            x = torch.from_numpy(X).to(self.device, torch.float32)
-            return self.network(x).to("cpu", torch.float64).numpy()
+            x = torch.from_numpy(X if blocks is None else blocks).to(self.device, torch.float32)
+            out = self.network(x, block_diagonal=blocks is not None)
+            return out.to("cpu", torch.float64).numpy()
 
     def train(
         self,

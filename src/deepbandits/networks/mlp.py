@@ -66,9 +66,21 @@ class MLP(nn.Module):
         """Whether layer ``index`` is followed by the ReLU."""
         return self.output_activation or index < len(self.layers) - 1
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, *, block_diagonal: bool = False) -> torch.Tensor:
+        """Outputs for the rows of ``x`` ``[n, in_dim]``.
+
+        With ``block_diagonal=True``, ``x`` is ``[K, in_dim / K]``: row k is block k of a
+        block-encoded context (:func:`deepbandits.encoding.diagonal_blocks`), and the first
+        layer multiplies it by the matching K columns of W₁ only — the same outputs, up to
+        rounding, as the dense product on the full ``[K, in_dim]`` contexts, with K× fewer
+        operations.
+        """
         for i, layer in enumerate(self.layers):
-            x = layer(x)
+            if i == 0 and block_diagonal:
+                W = layer.weight.view(layer.out_features, x.shape[0], x.shape[1])
+                x = torch.einsum("kd,okd->ko", x, W) + layer.bias
+            else:
+                x = layer(x)
             if self.activated(i):
                 x = torch.relu(x)
         return x
