@@ -12,7 +12,7 @@ from deepbandits.networks.gradients import (
     per_sample_gradients,
 )
 from deepbandits.networks.mlp import MLP
-from deepbandits.policies.kernel_ucb import kernel_matrix
+from deepbandits.policies.kernel_ucb import kernel_matrix, replace_inverse
 from deepbandits.policies.save import save_layer_search
 from test_policies import UniformRandom, regret_of
 
@@ -118,6 +118,18 @@ def test_kernel_ucb_equals_direct_kernel_ridge(window):
     np.testing.assert_allclose(got[0], mean, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(got[1], width, rtol=1e-8, atol=1e-10)
     assert p.exact_inverse_error() < 1e-9
+
+
+def test_replace_inverse_equals_exact_inverse():
+    rng = np.random.default_rng(5)
+    G = rng.standard_normal((7, 7))
+    M = G @ G.T + np.eye(7)
+    M_inv = np.linalg.inv(M)
+    column = rng.standard_normal(7)
+    column[2] = 9.0  # keeps M positive definite
+    replace_inverse(M_inv, 2, column - M[:, 2])
+    M[:, 2] = M[2, :] = column
+    np.testing.assert_allclose(M_inv, np.linalg.inv(M), rtol=1e-10, atol=1e-12)
 
 
 def test_kernel_ucb_memory_bound_and_linear_kernel():

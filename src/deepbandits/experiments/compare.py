@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from deepbandits.envs import make_env
@@ -53,7 +54,11 @@ def check_specs(policy_specs: list[str], env_spec: str, T: int) -> None:
 
 
 def run_job(job: Job, progress: bool = False) -> Path:
-    """Run one (policy, environment, seed) and write its files; returns the CSV path."""
+    """Run one (policy, environment, seed) and write its files; returns the CSV path.
+
+    Each run is single-threaded (torch and the BLAS under numpy), so that parallel jobs do not
+    oversubscribe the cores and a run's numbers do not depend on ``jobs``.
+    """
     import torch
 
     torch.set_num_threads(1)
@@ -62,7 +67,8 @@ def run_job(job: Job, progress: bool = False) -> Path:
     env_params.setdefault("horizon", job.T)
     policy = make_policy(name, **params)
     env = make_env(env_name, **env_params)
-    result = run(policy, env, job.T, seed=job.seed, progress=progress)
+    with threadpool_limits(limits=1):
+        result = run(policy, env, job.T, seed=job.seed, progress=progress)
     result.config["policy"]["spec"] = job.policy_spec
     result.config["env"]["spec"] = job.env_spec
     return result.save(job.stem)[0]

@@ -10,8 +10,9 @@ exactly θᵀx and ‖x‖_{A⁻¹} of LinUCB (push-through identity), which the
 
 (K + λI)⁻¹ is kept up to date by block (Schur-complement) updates, O(n²) per round, and recomputed
 exactly every ``refresh_every`` rounds. Its memory grows as n², so at most ``max_history`` points
-are kept: beyond that, ``overflow="window"`` (default) drops the oldest point each round (a
-sliding-window KernelUCB, also O(n²) per round), and ``overflow="error"`` refuses to continue.
+are kept: beyond that, ``overflow="window"`` (default) replaces the oldest point by the new one
+each round (a sliding-window KernelUCB: a rank-2 update of the inverse, done in place, O(n²) per
+round), and ``overflow="error"`` refuses to continue.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 
 from deepbandits._convert import as_numpy
 from deepbandits._validation import check_choice, check_int, check_positive
@@ -49,9 +51,19 @@ def grow_inverse(M_inv: Array, k: Array, c: float) -> Array:
     return out
 
 
-def drop_first_inverse(M_inv: Array) -> Array:
-    """Inverse of M without its first row and column, from M⁻¹."""
-    return M_inv[1:, 1:] - np.outer(M_inv[1:, 0], M_inv[0, 1:]) / M_inv[0, 0]
+def replace_inverse(M_inv: Array, i: int, delta: Array) -> None:
+    """In place, M⁻¹ → M′⁻¹ where the symmetric M′ is M with row and column ``i`` changed by δ.
+
+    M′ = M + δ̃eᵢᵀ + eᵢδ̃ᵀ with δ̃ = δ − (δᵢ/2)eᵢ, a rank-2 change: by the Woodbury identity
+    M′⁻¹ = B − [Bδ̃, Beᵢ] (I + [eᵢ, δ̃]ᵀB[δ̃, eᵢ])⁻¹ [Beᵢ, Bδ̃]ᵀ with B = M⁻¹.
+    """
+    d = delta.copy()
+    d[i] *= 0.5
+    p, b = M_inv @ d, M_inv[:, i].copy()
+    small = np.array([[1.0 + p[i], b[i]], [float(d @ p), 1.0 + p[i]]])
+    left = np.column_stack([p, b]) @ np.linalg.inv(small)
+    right = np.column_stack([b, p])
+    torch.from_numpy(M_inv).addmm_(torch.from_numpy(left), torch.from_numpy(right).T, alpha=-1.0)
 
 
 class KernelUCB(Policy):
@@ -114,6 +126,7 @@ class KernelUCB(Policy):
         self.y_ = np.empty(0)
         self.M_inv_ = np.empty((0, 0))
         self._alpha_y = np.empty(0)
+        self.oldest_ = 0  # slot the next point replaces once the window is full
 
     def _k(self, X: Array, Y: Array) -> Array:
         return kernel_matrix(X, Y, self._params["kernel"], self._params["lengthscale"])
@@ -145,22 +158,30 @@ class KernelUCB(Policy):
     ) -> None:
         p = self._params
         x = X[arm : arm + 1]
-        if len(self.y_) >= p["max_history"]:
-            if p["overflow"] == "error":
-                raise ValueError(
-                    f"KernelUCB keeps at most max_history={p['max_history']} points and its "
-                    "memory grows as their square; raise max_history or use overflow='window'"
-                )
-            self.M_inv_ = drop_first_inverse(self.M_inv_)
-            self.X_, self.y_ = self.X_[1:], self.y_[1:]
+        n = len(self.y_)
+        if n >= p["max_history"] and p["overflow"] == "error":
+            raise ValueError(
+                f"KernelUCB keeps at most max_history={p['max_history']} points and its "
+                "memory grows as their square; raise max_history or use overflow='window'"
+            )
         k = self._k(self.X_, x)[:, 0]
         c = float(self._k(x, x)[0, 0]) + p["lam"]
-        self.X_ = np.vstack([self.X_, x])
-        self.y_ = np.append(self.y_, reward)
+        if n >= p["max_history"]:
+            i = self.oldest_  # column i of K + λI goes from `old` to `k`
+            old = self._k(self.X_, self.X_[i : i + 1])[:, 0]
+            old[i] += p["lam"]
+            k[i] = c
+            self.X_[i], self.y_[i] = x[0], reward
+            self.oldest_ = (i + 1) % n
+            if (self.t_ + 1) % p["refresh_every"]:
+                replace_inverse(self.M_inv_, i, k - old)
+        else:
+            self.X_ = np.vstack([self.X_, x])
+            self.y_ = np.append(self.y_, reward)
+            if (self.t_ + 1) % p["refresh_every"]:
+                self.M_inv_ = grow_inverse(self.M_inv_, k, c)
         if (self.t_ + 1) % p["refresh_every"] == 0:
             self.M_inv_ = np.linalg.inv(self._k(self.X_, self.X_) + p["lam"] * np.eye(len(self.y_)))
-        else:
-            self.M_inv_ = grow_inverse(self.M_inv_, k, c)
         self._alpha_y = self.M_inv_ @ self.y_
 
     def exact_inverse_error(self) -> float:
@@ -169,11 +190,17 @@ class KernelUCB(Policy):
         return float(np.max(np.abs(self.M_inv_ - np.linalg.inv(M))))
 
     def _state(self) -> dict[str, Any]:
-        return {"X": self.X_.copy(), "y": self.y_.copy(), "M_inv": self.M_inv_.copy()}
+        return {
+            "X": self.X_.copy(),
+            "y": self.y_.copy(),
+            "M_inv": self.M_inv_.copy(),
+            "oldest": self.oldest_,
+        }
 
     def _load_state(self, state: dict[str, Any]) -> None:
-        self.X_ = as_numpy(state["X"]).reshape(-1, self.n_features_in_ or 0)
-        self.y_ = as_numpy(state["y"])
+        self.X_ = np.array(as_numpy(state["X"]).reshape(-1, self.n_features_in_ or 0))
+        self.y_ = np.array(as_numpy(state["y"]))
         n = len(self.y_)
-        self.M_inv_ = as_numpy(state["M_inv"]).reshape(n, n)
+        self.M_inv_ = np.array(as_numpy(state["M_inv"]).reshape(n, n))
         self._alpha_y = self.M_inv_ @ self.y_
+        self.oldest_ = int(state["oldest"])
