@@ -29,9 +29,9 @@ import torch
 import deepbandits as db
 
 
-def rounds_per_second(name: str, T: int) -> tuple[float, float]:
+def rounds_per_second(name: str, T: int, **params: object) -> tuple[float, float]:
     env = db.make_env("h1", seed=0)
-    policy = db.make_policy(name, seed=0)
+    policy = db.make_policy(name, seed=0, **params)
     rec = db.run(policy, env, T).records
     per_round = rec["time_select"] + rec["time_update"]
     trained = rec["time_train"][rec["time_train"] > 0]
@@ -100,16 +100,19 @@ def main() -> None:
     rounds_per_second("neural-linucb", 500)  # warm-up: torch's first calls are slow
     print("| policy | select+update rounds/s (training excluded) | seconds per network update |")
     print("|---|---|---|")
-    for name in db.policy_names(configurations=False):
-        rate, train = rounds_per_second(name, T_rate)
+    cases = [(name, {}, T_rate) for name in db.policy_names(configurations=False)]
+    cases += [(name, {"mode": "full"}, T_rate // 5) for name in ("neural-ucb", "neural-ts")]
+    for name, params, T in cases:
+        rate, train = rounds_per_second(name, T, **params)
         train_txt = f"{train:.3f}" if np.isfinite(train) else "-"
-        print(f"| {name} | {rate:,.0f} | {train_txt} |", flush=True)
+        label = name + "".join(f":{k}={v}" for k, v in params.items())
+        print(f"| {label} | {rate:,.0f} | {train_txt} |", flush=True)
     head = f"Neural-σ²-LinUCB, h1, T={T_full}"
     print(f"\n| {head} | wall time (s) | trainings | final regret (seed 0) |")
     print("|---|---|---|---|")
     for schedule in ("default", "paper"):
         wall, regret, n = full_run(schedule, T_full)
-        print(f"| schedule={schedule} | {wall:.1f} | {n} | {regret:.0f} |", flush=True)
+        print(f"| train_schedule={schedule} | {wall:.1f} | {n} | {regret:.0f} |", flush=True)
 
     steps = 100 if args.quick else 1000
     rounds = mnist_shaped_rounds(100)
