@@ -71,9 +71,9 @@ class KernelUCB(Policy):
 
     Parameters
     ----------
-    alpha : float, default=0.02
+    alpha : float, default=0.1
         Exploration rate (η/√λ·… of Valko et al. folded into one constant, as for every method).
-    lam : float, default=1.0
+    lam : float, default=0.1
         Regulariser λ (γ in Valko et al.).
     kernel : {"rbf", "linear"}, default="rbf"
     lengthscale : float, default=1.0
@@ -86,13 +86,19 @@ class KernelUCB(Policy):
         Rounds between exact re-inversions of K + λI.
     seed : int, optional
         Tie-breaking.
+
+    Notes
+    -----
+    The defaults λ = 0.1, α = 0.1 were chosen on h1 (seeds 0–2, T = 3000; regret 515, 496, 503).
+    With λ = 1 the quadratic part of the RBF kernel is so heavily regularised that two of those
+    three seeds never learned h1 (regret ≈ 1350, like LinUCB), whatever α.
     """
 
     def __init__(
         self,
         *,
-        alpha: float = 0.02,
-        lam: float = 1.0,
+        alpha: float = 0.1,
+        lam: float = 0.1,
         kernel: str = "rbf",
         lengthscale: float = 1.0,
         max_history: int = 1000,
