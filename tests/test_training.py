@@ -5,7 +5,13 @@ import pytest
 import torch
 
 from deepbandits.networks.mlp import MLP
-from deepbandits.networks.training import History, loss_and_grad, make_optimizer, train_feature_map
+from deepbandits.networks.training import (
+    History,
+    clip_to_norm,
+    loss_and_grad,
+    make_optimizer,
+    train_feature_map,
+)
 
 
 @pytest.mark.parametrize("loss", ["mse", "mle"])
@@ -95,3 +101,48 @@ def test_training_reduces_mse_on_learnable_target():
     first = train_feature_map(net, hist, theta, np.eye(8)[None], steps=1, **kw)
     last = train_feature_map(net, hist, theta, np.eye(8)[None], steps=600, **kw)
     assert last < 0.3 * first
+
+
+def test_clip_to_norm_scales_only_large_gradients():
+    grads = [torch.full((2, 2), 3.0), torch.full((3,), 4.0)]
+    total = float(torch.sqrt(sum((g * g).sum() for g in grads)))
+    clip_to_norm(grads, 2.0)
+    assert float(torch.sqrt(sum((g * g).sum() for g in grads))) == pytest.approx(2.0)
+    assert float(grads[0][0, 0] / grads[1][0]) == pytest.approx(0.75)  # direction kept
+    small = [torch.full((2,), 0.1)]
+    clip_to_norm(small, total)
+    torch.testing.assert_close(small[0], torch.full((2,), 0.1))
+
+
+@pytest.mark.parametrize("max_grad_norm", [None, 0.5])
+def test_sgd_step_is_bounded_by_max_grad_norm(max_grad_norm):
+    """Large rewards give a huge gradient; with clipping one SGD step moves w by ≤ lr·max_norm."""
+    d, lr = 4, 1e-2
+    hist = History(d)
+    rng = np.random.default_rng(1)
+    for x in rng.standard_normal((50, d)):
+        hist.append(x, 500.0, 1.0, 0)
+    net = MLP(d, 16, 2, 4, generator=torch.Generator().manual_seed(0))
+    before = torch.cat([p.detach().flatten().clone() for p in net.parameters()])
+    opt = make_optimizer("sgd", net.parameters(), lr, 0.0)
+    train_feature_map(
+        net,
+        hist,
+        np.ones((1, 4)),
+        np.eye(4)[None],
+        loss="mse",
+        steps=1,
+        batch_size=50,
+        optimizer=opt,
+        generator=torch.Generator().manual_seed(0),
+        max_grad_norm=max_grad_norm,
+    )
+    moved = float(
+        torch.linalg.vector_norm(
+            torch.cat([p.detach().flatten() for p in net.parameters()]) - before
+        )
+    )
+    if max_grad_norm is None:
+        assert moved > 10 * lr * 0.5
+    else:
+        assert moved == pytest.approx(lr * max_grad_norm, rel=1e-4)

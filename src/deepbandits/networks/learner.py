@@ -41,6 +41,7 @@ NETWORK_PARAMS: dict[str, Any] = {
     "optimizer": "sgd",
     "lr": 1e-2,
     "weight_decay": 0.0,
+    "max_grad_norm": 10.0,
     "device": "cpu",
 }
 
@@ -68,6 +69,8 @@ def check_network_params(p: dict[str, Any]) -> tuple[TrainSchedule, torch.device
     check_choice(p["optimizer"], "optimizer", OPTIMIZERS)
     check_positive(p["lr"], "lr")
     check_positive(p["weight_decay"], "weight_decay", allow_zero=True)
+    if p["max_grad_norm"] is not None:
+        check_positive(p["max_grad_norm"], "max_grad_norm")
     schedule = resolve_schedule(p["train_schedule"], {k: p[k] for k in SCHEDULE_FIELDS})
     return schedule, check_device(p["device"])
 
@@ -113,6 +116,7 @@ class NetworkLearner:
         )
         self.network.to(device).eval()
         self.device = device
+        self.max_grad_norm = params["max_grad_norm"]
         self.optimizer = make_optimizer(
             params["optimizer"], self.network.parameters(), params["lr"], params["weight_decay"]
         )
@@ -153,6 +157,7 @@ class NetworkLearner:
             batch_size=schedule.batch_size,
             optimizer=self.optimizer,
             generator=generator,
+            max_grad_norm=self.max_grad_norm,
         )
         self.n_trainings += 1
         return self.last_loss

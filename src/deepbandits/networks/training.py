@@ -108,6 +108,13 @@ def loss_and_grad(
     return value, grad
 
 
+def clip_to_norm(grads: list[torch.Tensor], max_norm: float) -> None:
+    """In place, scale ``grads`` so that their global L2 norm is at most ``max_norm``."""
+    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    if norm > max_norm:
+        torch._foreach_mul_(grads, max_norm / float(norm))
+
+
 def train_feature_map(
     net: MLP,
     history: History,
@@ -119,6 +126,7 @@ def train_feature_map(
     batch_size: int,
     optimizer: torch.optim.Optimizer,
     generator: torch.Generator,
+    max_grad_norm: float | None = None,
 ) -> float:
     """Run ``steps`` minibatch steps on the whole history with θ (and A⁻¹) fixed.
 
@@ -127,7 +135,9 @@ def train_feature_map(
     The gradient of the ReLU network is computed by an explicit backward pass
     (:func:`loss_and_grad`, then :mod:`deepbandits.networks.gradients`), about three times faster
     than autograd for networks this small; plain SGD is applied in place, other optimizers
-    through their ``step``. Returns the mean loss of the last minibatch.
+    through their ``step``. With ``max_grad_norm``, a minibatch gradient whose global L2 norm
+    exceeds it is scaled down to that norm before the step. Returns the mean loss of the last
+    minibatch.
     """
     if steps == 0 or history.size == 0:
         return math.nan
@@ -157,6 +167,8 @@ def train_feature_map(
                 th, Ai = theta_t[hb], (A_inv_t[hb] if A_inv_t is not None else None)
             value, g = loss_and_grad(loss, acts[-1], th, r[idx], Ai)
             grads = summed_gradients(backpropagate(net, pres, g), acts)
+            if max_grad_norm is not None:
+                clip_to_norm(grads, max_grad_norm)
             if manual_sgd:
                 if wd:
                     torch._foreach_add_(grads, params, alpha=wd)

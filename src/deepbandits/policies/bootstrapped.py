@@ -32,7 +32,7 @@ class BootstrappedNN(Policy):
     n_models : int, default=5
         Ensemble size.
     hidden, n_layers, train_schedule, train_every, train_start, warmup_every, train_steps,
-    batch_size, optimizer, lr, weight_decay, device
+    batch_size, optimizer, lr, weight_decay, max_grad_norm, device
         Each member's network and training, as in
         :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit` (output: one linear unit).
     seed : int, optional

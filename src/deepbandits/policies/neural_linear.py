@@ -48,6 +48,9 @@ class NeuralLinearBandit(LinUCB):
     optimizer : {"sgd", "adam"}, default="sgd"
     lr : float, default=1e-2
     weight_decay : float, default=0.0
+    max_grad_norm : float or None, default=10.0
+        Clip each minibatch gradient to this global L2 norm (None = no clipping). Without it,
+        SGD on large rewards (h2, rewards up to ~60) kills every ReLU of φ in some seeds.
     refit_on_update : bool, default=False
         Recompute A and b with the new features after each training (False = Algorithm 1,
         where A and b keep the features each round was played with).
@@ -73,6 +76,7 @@ class NeuralLinearBandit(LinUCB):
         optimizer: str = "sgd",
         lr: float = 1e-2,
         weight_decay: float = 0.0,
+        max_grad_norm: float | None = 10.0,
         refit_on_update: bool = False,
         device: str = "cpu",
         **linucb_params: Any,
@@ -91,6 +95,7 @@ class NeuralLinearBandit(LinUCB):
             optimizer=optimizer,
             lr=lr,
             weight_decay=weight_decay,
+            max_grad_norm=max_grad_norm,
             refit_on_update=refit_on_update,
             device=device,
             **linucb_params,

@@ -60,7 +60,7 @@ class NeuralGradientBandit(Policy):
     refresh_every : int, default=500
         ``mode="full"``: rank-one updates between exact re-inversions of Z.
     hidden, n_layers, train_schedule, train_every, train_start, warmup_every, train_steps,
-    batch_size, optimizer, lr, weight_decay, device
+    batch_size, optimizer, lr, weight_decay, max_grad_norm, device
         The network and its training, as in
         :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`; the output is one
         linear unit and m = ``hidden`` in the 1/m scaling.
