@@ -1,58 +1,144 @@
+"""Block encoding (Section 5.2): the compact representation equals the dense one everywhere."""
+
 import numpy as np
 import pytest
 import torch
 
 import deepbandits as db
-from deepbandits.encoding import MIN_BLOCK_FEATURES, block_encode, diagonal_blocks
-from deepbandits.networks.mlp import MLP
+from deepbandits.encoding import BlockContexts, block_encode
+from deepbandits.networks.gradients import (
+    backpropagate,
+    diagonal_quadratic_form,
+    forward_cache,
+    output_gradients,
+    summed_gradients,
+)
+from deepbandits.networks.mlp import MLP, as_input
+from deepbandits.networks.training import History
 
-K, D = 4, 300  # K·D = 1200 ≥ MIN_BLOCK_FEATURES
+K, D = 4, 30
 
 
 def test_block_encode_places_x_in_block_k():
     x = np.arange(1.0, 4.0)
     X = block_encode(x, 3)
-    assert X.shape == (3, 9)
-    np.testing.assert_array_equal(X[1], [0, 0, 0, 1, 2, 3, 0, 0, 0])
-    assert np.count_nonzero(X) == 9
+    assert X.shape == (3, 9) and len(X) == 3 and X.block_dim == 3
+    dense = np.asarray(X)
+    np.testing.assert_array_equal(dense[1], [0, 0, 0, 1, 2, 3, 0, 0, 0])
+    assert np.count_nonzero(dense) == 9
+    np.testing.assert_array_equal(X[1].dense(), dense[1:2])
+    np.testing.assert_array_equal(X[[2, 0]].dense(), dense[[2, 0]])
+    assert X == X.copy() and X != X[:2]
     with pytest.raises(ValueError, match="1-d"):
         block_encode(np.ones((2, 2)), 3)
     with pytest.raises(ValueError, match="n_arms"):
         block_encode(x, 0)
+    with pytest.raises(ValueError, match="slots must lie"):
+        BlockContexts(np.ones((2, 3)), [0, 5], n_blocks=3)
 
 
-def test_diagonal_blocks_recognises_block_encoding_only():
-    x = np.random.default_rng(0).random(D)
-    X = block_encode(x, K)
-    np.testing.assert_array_equal(diagonal_blocks(X), np.tile(x, (K, 1)))
-    leaked = X.copy()
-    leaked[0, -1] = 1e-9  # one non-zero outside row 0's block
-    assert diagonal_blocks(leaked) is None
-    assert diagonal_blocks(X[:3]) is None  # width not K·D for 3 rows
-    small = block_encode(np.ones(MIN_BLOCK_FEATURES // K - 1), K)
-    assert diagonal_blocks(small) is None
+def test_bad_block_contexts_are_rejected_by_policies():
+    X = block_encode(np.ones(D), K)
+    X.blocks[2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or inf \(first at arm 2, block feature 3"):
+        db.make_policy("linucb").select(X)
+    policy = db.make_policy("linucb")
+    policy.select(block_encode(np.ones(D), K))
+    with pytest.raises(ValueError, match="features per arm"):
+        policy.select(block_encode(np.ones(D + 1), K))
 
 
-def test_block_diagonal_forward_equals_dense_forward():
-    net = MLP(K * D, 32, 3, 8, torch.Generator().manual_seed(0))
+def random_rows(rng: np.random.Generator, n: int) -> BlockContexts:
+    return BlockContexts(rng.standard_normal((n, D)), rng.integers(0, K, n), K)
+
+
+def test_network_forward_and_gradients_equal_the_dense_ones():
+    net = MLP(K * D, 16, 3, 5, torch.Generator().manual_seed(0), output_activation=False)
     rng = np.random.default_rng(1)
-    X = np.vstack([block_encode(rng.random(D), K)[k] for k in range(K)])
-    dense = net(torch.from_numpy(X).float())
-    blocks = net(torch.from_numpy(diagonal_blocks(X)).float(), block_diagonal=True)
-    torch.testing.assert_close(blocks, dense, rtol=1e-5, atol=1e-6)
+    for X in (block_encode(rng.standard_normal(D), K), random_rows(rng, 9)):
+        block, dense = as_input(X, torch.device("cpu")), as_input(X.dense(), torch.device("cpu"))
+        torch.testing.assert_close(net(block), net(dense), rtol=1e-5, atol=1e-6)
+        grads = []
+        for x in (block, dense):
+            pres, acts = forward_cache(net, x)
+            deltas = backpropagate(net, pres, torch.ones_like(acts[-1]))
+            grads.append(summed_gradients(deltas, acts))
+        for gb, gd in zip(*grads, strict=True):
+            torch.testing.assert_close(gb, gd, rtol=1e-5, atol=1e-6)
 
 
-def test_neural_linear_policy_uses_blocks_consistently():
-    """Scores on block-encoded contexts equal the dense computation of the same network."""
-    policy = db.make_policy("neural-linucb", seed=0, feature_dim=8)
-    rng = np.random.default_rng(2)
-    for _ in range(5):
+def test_diagonal_quadratic_form_on_blocks_equals_dense():
+    net = MLP(K * D, 16, 2, 1, torch.Generator().manual_seed(2), output_activation=False)
+    inv = [torch.rand(p.shape, dtype=torch.float64) for p in net.parameters()]
+    X = random_rows(np.random.default_rng(3), 7)
+    results = []
+    for x in (as_input(X, torch.device("cpu")), as_input(X.dense(), torch.device("cpu"))):
+        _, deltas, acts = output_gradients(net, x)
+        results.append(diagonal_quadratic_form(deltas, acts, inv))
+    torch.testing.assert_close(results[0], results[1], rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["linucb", "sigma2-linucb", "neural-linucb", "neural-ucb"])
+def test_policy_on_blocks_equals_policy_on_dense(name):
+    """Same scores and the same arms on block-encoded and on dense contexts, round by round."""
+    params = {"seed": 0}
+    if name != "linucb" and name != "neural-ucb":
+        params["reward_range"] = (0, 1)
+    if name.startswith("neural"):
+        params.update(train_start=0, train_every=5, warmup_every=0, train_steps=3)
+    block, dense = db.make_policy(name, **params), db.make_policy(name, **params)
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        X = block_encode(rng.random(D) / 5, K)
+        mb, wb = block.predict(X)
+        md, wd = dense.predict(X.dense())
+        np.testing.assert_allclose(mb, md, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(wb, wd, rtol=1e-5, atol=1e-6)
+        arm = block.select(X)
+        assert arm == dense.select(X.dense())
+        reward = float(rng.random())
+        block.update(X, arm, reward)
+        dense.update(X.dense(), arm, reward)
+
+
+def test_linucb_on_blocks_keeps_one_small_ridge_per_block():
+    policy = db.make_policy("linucb")
+    X = block_encode(np.ones(D), K)
+    policy.update(X, policy.select(X), 1.0)
+    assert policy.by_block_ and policy.ridge_.A_inv.shape == (K, D, D)
+    with pytest.raises(ValueError, match="fitted on block-encoded contexts"):
+        policy.select(X.dense())
+
+
+def test_history_stores_blocks_and_survives_save_load(tmp_path):
+    policy = db.make_policy("neural-linucb", seed=0, train_start=0, train_every=4, train_steps=2)
+    rng = np.random.default_rng(5)
+    for _ in range(6):
         X = block_encode(rng.random(D), K)
         policy.update(X, policy.select(X), float(rng.random()))
+    hist = policy.learner_.history
+    assert hist.contexts.shape[1] == D and hist.n_blocks == K
+    path = tmp_path / "p.pt"
+    policy.save(path)
+    loaded = db.load_policy(path)
     X = block_encode(rng.random(D), K)
-    mean, width = policy.predict(X)
-    with torch.no_grad():
-        phi = policy.learner_.network(torch.from_numpy(X).float()).double().numpy()
-    ref_mean, ref_width = policy.ridge_.score(phi)
-    np.testing.assert_allclose(mean, ref_mean, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(width, ref_width, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(loaded.predict(X)[0], policy.predict(X)[0])
+    stored, *_ = loaded.learner_.history.view()
+    assert isinstance(stored, BlockContexts) and stored == hist.view()[0]
+    with pytest.raises(ValueError, match="holds block-encoded contexts"):
+        hist.append(np.zeros(K * D), 0.0, 1.0, 0)
+
+
+def test_history_of_dense_contexts_accepts_block_rows_as_dense():
+    hist = History(K * D)
+    hist.append(np.ones(K * D), 1.0, 1.0, 0)
+    hist.append(block_encode(np.ones(D), K)[2], 0.0, 1.0, 0)
+    X, *_ = hist.view()
+    np.testing.assert_array_equal(X[1], block_encode(np.ones(D), K).dense()[2])
+
+
+def test_kernel_ucb_receives_the_dense_matrix():
+    policy = db.make_policy("kernel-ucb")
+    X = block_encode(np.ones(D), K)
+    policy.update(X, policy.select(X), 1.0)
+    assert policy.X_.shape == (1, K * D)

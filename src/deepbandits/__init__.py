@@ -9,7 +9,7 @@ Quick start::
 """
 
 from deepbandits._version import __version__
-from deepbandits.encoding import block_encode
+from deepbandits.encoding import BlockContexts, block_encode
 from deepbandits.envs import Environment, Round, SyntheticEnv, env_names, make_env
 from deepbandits.experiments import RunResult, run
 from deepbandits.linalg import RidgeState
@@ -52,6 +52,7 @@ __all__ = [
     "Sigma2LinUCB",
     "SyntheticEnv",
     "__version__",
+    "BlockContexts",
     "block_encode",
     "env_names",
     "load_policy",

@@ -12,13 +12,19 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 
-def check_contexts(contexts: ArrayLike, n_features: int | None = None) -> NDArray[np.float64]:
-    """Validate a round's arm contexts: a finite float array of shape ``(n_arms, n_features)``."""
+def check_contexts(contexts: Any, n_features: int | None = None) -> Any:
+    """Validate a round's arm contexts: a finite float array of shape ``(n_arms, n_features)``.
+
+    A :class:`~deepbandits.encoding.BlockContexts` is checked through its blocks and returned
+    as it is; anything else becomes a float64 numpy array.
+    """
+    from deepbandits.encoding import BlockContexts  # encoding imports this module
+
+    block = isinstance(contexts, BlockContexts)
     try:
-        arr = np.asarray(contexts, dtype=np.float64)
+        arr = contexts.blocks if block else np.asarray(contexts, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(
             f"contexts must be a numeric array, got {type(contexts).__name__}"
@@ -27,20 +33,21 @@ def check_contexts(contexts: ArrayLike, n_features: int | None = None) -> NDArra
         raise ValueError(
             f"contexts must be a 2-d array of shape (n_arms, n_features), got shape {arr.shape}"
         )
-    if arr.shape[0] == 0:
+    shape = contexts.shape if block else arr.shape
+    if shape[0] == 0:
         raise ValueError("contexts has 0 arms: at least one arm is needed to select")
-    if n_features is not None and arr.shape[1] != n_features:
+    if n_features is not None and shape[1] != n_features:
         raise ValueError(
-            f"contexts have {arr.shape[1]} features per arm, but this policy was fitted with "
+            f"contexts have {shape[1]} features per arm, but this policy was fitted with "
             f"{n_features}"
         )
     if not np.isfinite(arr).all():
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(
-            f"contexts contain NaN or inf (first at arm {bad[0]}, feature {bad[1]}: "
-            f"{arr[bad[0], bad[1]]})"
+            f"contexts contain NaN or inf (first at arm {bad[0]}, "
+            f"{'block ' if block else ''}feature {bad[1]}: {arr[bad[0], bad[1]]})"
         )
-    return arr
+    return contexts if block else arr
 
 
 def check_arm(arm: Any, n_arms: int) -> int:

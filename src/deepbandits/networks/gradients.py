@@ -8,20 +8,24 @@ order is that of ``MLP.parameters()`` (weight, then bias, layer by layer).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from deepbandits.networks.mlp import MLP
+from deepbandits.networks.mlp import MLP, BlockInput, NetInput, add_outer_, input_linear
 
 
-def forward_cache(net: MLP, x: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def forward_cache(net: MLP, x: NetInput) -> tuple[list[torch.Tensor], list[Any]]:
     """Pre-activations of every layer and the inputs of every layer plus the output.
 
-    Returns ``(pres, acts)`` with ``acts[0] = x``, ``acts[-1]`` the network output and
+    Returns ``(pres, acts)`` with ``acts[0] = x`` (dense or a
+    :class:`~deepbandits.networks.mlp.BlockInput`), ``acts[-1]`` the network output and
     ``pres[i] = acts[i] W_iᵀ + b_i``.
     """
-    acts, pres = [x], []
+    acts: list[Any] = [x]
+    pres: list[torch.Tensor] = []
     for i, layer in enumerate(net.layers):
-        pre = torch.addmm(layer.bias, acts[-1], layer.weight.t())
+        pre = input_linear(acts[-1], layer.weight, layer.bias)
         pres.append(pre)
         acts.append(pre.clamp_min(0.0) if net.activated(i) else pre)
     return pres, acts
@@ -40,17 +44,20 @@ def backpropagate(net: MLP, pres: list[torch.Tensor], grad_out: torch.Tensor) ->
     return deltas
 
 
-def summed_gradients(deltas: list[torch.Tensor], acts: list[torch.Tensor]) -> list[torch.Tensor]:
+def summed_gradients(deltas: list[torch.Tensor], acts: list[Any]) -> list[torch.Tensor]:
     """Gradients of Σ_b ℓ_b with respect to each parameter, in ``MLP.parameters()`` order."""
     grads: list[torch.Tensor] = []
     for delta, a in zip(deltas, acts, strict=False):
-        grads += [delta.t() @ a, delta.sum(dim=0)]
+        if isinstance(a, BlockInput):
+            weight_grad = delta.new_zeros(delta.shape[1], a.shape[1])
+            add_outer_(weight_grad, delta, a)
+        else:
+            weight_grad = delta.t() @ a
+        grads += [weight_grad, delta.sum(dim=0)]
     return grads
 
 
-def output_gradients(
-    net: MLP, x: torch.Tensor
-) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+def output_gradients(net: MLP, x: NetInput) -> tuple[torch.Tensor, list[torch.Tensor], list[Any]]:
     """Scalar outputs f(x_b; w) and the errors and inputs that make up ∇_w f(x_b; w).
 
     Returns ``(f, deltas, acts)``; :func:`per_sample_gradients` flattens them and
@@ -63,9 +70,9 @@ def output_gradients(
     return acts[-1][:, 0], deltas, acts
 
 
-def per_sample_gradients(net: MLP, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def per_sample_gradients(net: MLP, x: NetInput) -> tuple[torch.Tensor, torch.Tensor]:
     """f(x_b; w) and ∇_w f(x_b; w) for every row of ``x`` in one pass: ``([B], [B, p])``."""
-    f, deltas, acts = output_gradients(net, x)
+    f, deltas, acts = output_gradients(net, x.dense() if isinstance(x, BlockInput) else x)
     B = x.shape[0]
     parts = []
     for delta, a in zip(deltas, acts, strict=False):
@@ -73,17 +80,30 @@ def per_sample_gradients(net: MLP, x: torch.Tensor) -> tuple[torch.Tensor, torch
     return f, torch.cat(parts, dim=1)
 
 
+def squared(a: NetInput, dtype: torch.dtype) -> NetInput:
+    """Elementwise square of a dense or block-encoded layer input, as ``dtype``."""
+    if isinstance(a, BlockInput):
+        return a.map(lambda b: (b * b).to(dtype))
+    return (a * a).to(dtype)
+
+
 def diagonal_quadratic_form(
-    deltas: list[torch.Tensor], acts: list[torch.Tensor], inv_diag: list[torch.Tensor]
+    deltas: list[torch.Tensor], acts: list[Any], inv_diag: list[torch.Tensor]
 ) -> torch.Tensor:
     """gᵀ diag(z)⁻¹ g for each sample's gradient g, without forming g.
 
     ``inv_diag`` holds 1/z for each parameter tensor (weight ``[out, in]``, bias ``[out]``). For
-    a weight, Σᵢₖ δ_bi² a_bk² / z_ik = Σᵢ δ_bi² (z⁻¹ a_b²)ᵢ: one matrix product per layer.
+    a weight, Σᵢₖ δ_bi² a_bk² / z_ik = Σᵢ δ_bi² (z⁻¹ a_b²)ᵢ: one matrix product per layer (only
+    the occupied block of z⁻¹ for a block-encoded input).
     """
-    total = torch.zeros(acts[0].shape[0], dtype=inv_diag[0].dtype, device=acts[0].device)
+    dtype = inv_diag[0].dtype
+    total = torch.zeros(deltas[0].shape[0], dtype=dtype, device=deltas[0].device)
     for i, (delta, a) in enumerate(zip(deltas, acts, strict=False)):
-        d2 = (delta * delta).to(total.dtype)
-        a2 = (a * a).to(total.dtype)
-        total += ((d2 @ inv_diag[2 * i]) * a2).sum(dim=1) + d2 @ inv_diag[2 * i + 1]
+        d2 = (delta * delta).to(dtype)
+        a2 = squared(a, dtype)
+        if isinstance(a2, BlockInput):
+            total += (input_linear(a2, inv_diag[2 * i], None) * d2).sum(dim=1)
+        else:
+            total += ((d2 @ inv_diag[2 * i]) * a2).sum(dim=1)
+        total += d2 @ inv_diag[2 * i + 1]
     return total

@@ -14,10 +14,9 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from deepbandits._convert import as_numpy
 from deepbandits._validation import check_choice, check_int, check_positive
-from deepbandits.encoding import diagonal_blocks
-from deepbandits.networks.mlp import MLP
+from deepbandits.encoding import Contexts
+from deepbandits.networks.mlp import MLP, as_input
 from deepbandits.networks.schedule import TrainSchedule, resolve_schedule
 from deepbandits.networks.training import (
     LOSSES,
@@ -124,15 +123,13 @@ class NetworkLearner:
         self.n_trainings = 0
         self.last_loss = math.nan
 
-    def forward(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+    def forward(self, X: Contexts) -> NDArray[np.float64]:
         """Network output for each row of ``X``, as float64 numpy.
 
         Block-encoded contexts (Section 5.2) skip their zero blocks in the first layer.
         """
-        blocks = diagonal_blocks(X)
         with torch.no_grad():
-            x = torch.from_numpy(X if blocks is None else blocks).to(self.device, torch.float32)
-            out = self.network(x, block_diagonal=blocks is not None)
+            out = self.network(as_input(X, self.device))
             return out.to("cpu", torch.float64).numpy()
 
     def train(
@@ -177,13 +174,5 @@ class NetworkLearner:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.network.load_state_dict(state["network"])
         self.optimizer.load_state_dict(state["optimizer"])
-        hist = state["history"]
-        self.history = History.from_state_dict(
-            {
-                "contexts": as_numpy(hist["contexts"]),
-                "rewards": as_numpy(hist["rewards"]),
-                "weights": as_numpy(hist["weights"]),
-                "heads": as_numpy(hist["heads"], np.int64),
-            }
-        )
+        self.history = History.from_state_dict(state["history"])
         self.n_trainings = int(state["n_trainings"])

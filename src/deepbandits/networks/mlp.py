@@ -1,11 +1,94 @@
-"""The feature network φ(x; w) of Eq. 7: an L-layer ReLU perceptron."""
+"""The feature network φ(x; w) of Eq. 7: an L-layer ReLU perceptron, and its block-encoded input.
+
+A network's input is a dense ``[n, d]`` tensor or a :class:`BlockInput`, the device-side form of
+:class:`~deepbandits.encoding.BlockContexts`: the first layer then multiplies each row's
+non-zero block by the matching D columns of W₁ only (:func:`block_linear`), the same result up to
+rounding as the dense product with K× fewer operations.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import pairwise
 
+import numpy as np
 import torch
+from numpy.typing import NDArray
 from torch import nn
+
+from deepbandits.encoding import BlockContexts, Contexts
+
+
+@dataclass(frozen=True)
+class BlockInput:
+    """Rows of a block-encoded input on a device: row i is ``blocks[i]`` in block ``slots[i]``."""
+
+    blocks: torch.Tensor
+    slots: NDArray[np.int64]
+    n_blocks: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.blocks.shape[0], self.n_blocks * self.blocks.shape[1]
+
+    def take(self, rows: torch.Tensor) -> BlockInput:
+        """The rows ``rows`` (a 1-d index tensor)."""
+        return BlockInput(self.blocks[rows], self.slots[rows.cpu().numpy()], self.n_blocks)
+
+    def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> BlockInput:
+        """The same structure with ``fn`` applied to the blocks (e.g. squaring, a dtype)."""
+        return BlockInput(fn(self.blocks), self.slots, self.n_blocks)
+
+    def dense(self) -> torch.Tensor:
+        n, D = self.blocks.shape
+        out = self.blocks.new_zeros(n, self.n_blocks, D)
+        out[torch.arange(n), torch.as_tensor(self.slots)] = self.blocks
+        return out.reshape(n, self.n_blocks * D)
+
+    def groups(self) -> list[tuple[int, torch.Tensor]]:
+        """``(block, rows)`` for each block that some row occupies."""
+        order = np.argsort(self.slots, kind="stable")
+        blocks, starts = np.unique(self.slots[order], return_index=True)
+        bounds = [*starts[1:], len(order)]
+        device = self.blocks.device
+        return [
+            (int(k), torch.as_tensor(order[a:b], device=device))
+            for k, a, b in zip(blocks, starts, bounds, strict=True)
+        ]
+
+
+NetInput = torch.Tensor | BlockInput
+
+
+def as_input(X: Contexts, device: torch.device, dtype: torch.dtype = torch.float32) -> NetInput:
+    """Contexts (dense or :class:`~deepbandits.encoding.BlockContexts`) as a network input."""
+    if isinstance(X, BlockContexts):
+        return BlockInput(torch.from_numpy(X.blocks).to(device, dtype), X.slots, X.n_blocks)
+    return torch.from_numpy(np.ascontiguousarray(X)).to(device, dtype)
+
+
+def block_linear(x: BlockInput, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """``x.dense() @ weightᵀ + bias`` from the non-zero blocks: ``[n, out]``."""
+    n, D = x.blocks.shape
+    W = weight.view(weight.shape[0], x.n_blocks, D)
+    if n == x.n_blocks and np.array_equal(x.slots, np.arange(n)):  # one round: row k, block k
+        out = torch.einsum("kd,okd->ko", x.blocks, W)
+    else:
+        out = x.blocks.new_empty(n, weight.shape[0])
+        for k, rows in x.groups():
+            out[rows] = x.blocks[rows] @ W[:, k, :].t()
+    return out if bias is None else out + bias
+
+
+def add_outer_(target: torch.Tensor, delta: torch.Tensor, a: NetInput) -> None:
+    """In place, ``target += Σ_b δ_b a_bᵀ`` (``[out, in]``), touching only occupied blocks."""
+    if isinstance(a, torch.Tensor):
+        target += delta.t() @ a
+        return
+    T = target.view(target.shape[0], a.n_blocks, a.blocks.shape[1])
+    for k, rows in a.groups():
+        T[:, k, :] += delta[rows].t() @ a.blocks[rows]
 
 
 class MLP(nn.Module):
@@ -66,21 +149,24 @@ class MLP(nn.Module):
         """Whether layer ``index`` is followed by the ReLU."""
         return self.output_activation or index < len(self.layers) - 1
 
-    def forward(self, x: torch.Tensor, *, block_diagonal: bool = False) -> torch.Tensor:
-        """Outputs for the rows of ``x`` ``[n, in_dim]``.
-
-        With ``block_diagonal=True``, ``x`` is ``[K, in_dim / K]``: row k is block k of a
-        block-encoded context (:func:`deepbandits.encoding.diagonal_blocks`), and the first
-        layer multiplies it by the matching K columns of W₁ only — the same outputs, up to
-        rounding, as the dense product on the full ``[K, in_dim]`` contexts, with K× fewer
-        operations.
-        """
+    def forward(self, x: NetInput) -> torch.Tensor:
+        """Outputs for the rows of ``x`` (``[n, in_dim]`` or a :class:`BlockInput`)."""
+        h = first_layer(self.layers[0], x)
         for i, layer in enumerate(self.layers):
-            if i == 0 and block_diagonal:
-                W = layer.weight.view(layer.out_features, x.shape[0], x.shape[1])
-                x = torch.einsum("kd,okd->ko", x, W) + layer.bias
-            else:
-                x = layer(x)
+            if i > 0:
+                h = layer(h)
             if self.activated(i):
-                x = torch.relu(x)
-        return x
+                h = torch.relu(h)
+        return h
+
+
+def first_layer(layer: nn.Linear, x: NetInput) -> torch.Tensor:
+    """Pre-activation W₁x + b₁ of a dense or block-encoded input."""
+    return input_linear(x, layer.weight, layer.bias)
+
+
+def input_linear(x: NetInput, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """``x @ weightᵀ (+ bias)`` for a dense or block-encoded ``x``."""
+    if isinstance(x, BlockInput):
+        return block_linear(x, weight, bias)
+    return x @ weight.t() if bias is None else torch.addmm(bias, x, weight.t())

@@ -13,8 +13,10 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from deepbandits._convert import as_numpy
+from deepbandits.encoding import BlockContexts, Contexts
 from deepbandits.networks.gradients import backpropagate, forward_cache, summed_gradients
-from deepbandits.networks.mlp import MLP
+from deepbandits.networks.mlp import MLP, BlockInput, as_input
 
 LOSSES = ("mse", "mle")
 OPTIMIZERS = ("sgd", "adam")
@@ -25,49 +27,85 @@ class History:
     """Every played round's context, reward, ridge weight and head; grows by doubling.
 
     The buffer receives each round as it is played (never only on training rounds), so the
-    network always trains on the whole history.
+    network always trains on the whole history. Block-encoded contexts
+    (:class:`~deepbandits.encoding.BlockContexts`) are kept as their non-zero block and its
+    index: D + 1 numbers per round instead of K·D.
     """
+
+    _FIELDS = ("rewards", "weights", "heads")
 
     def __init__(self, dim: int, capacity: int = 1024) -> None:
         self.dim = dim
         self.size = 0
+        self.n_blocks: int | None = None  # set by the first block-encoded context
         self.contexts = np.empty((capacity, dim), dtype=np.float64)
+        self.slots = np.empty(0, dtype=np.int64)
         self.rewards = np.empty(capacity, dtype=np.float64)
         self.weights = np.empty(capacity, dtype=np.float64)
         self.heads = np.empty(capacity, dtype=np.int64)
 
-    def append(self, context: NDArray[np.float64], reward: float, weight: float, head: int) -> None:
+    def _use_blocks(self, n_blocks: int) -> None:
+        if self.dim % n_blocks:
+            raise ValueError(f"{n_blocks} blocks do not divide the context dimension {self.dim}")
+        self.n_blocks = n_blocks
+        self.contexts = np.empty((len(self.rewards), self.dim // n_blocks), dtype=np.float64)
+        self.slots = np.empty(len(self.rewards), dtype=np.int64)
+
+    def append(self, context: Contexts, reward: float, weight: float, head: int) -> None:
+        """Add one round; ``context`` is a 1-d array or a one-row ``BlockContexts``."""
+        block = isinstance(context, BlockContexts)
+        if block and self.size == 0 and self.n_blocks is None:
+            self._use_blocks(context.n_blocks)
+        if self.n_blocks is not None and not block:
+            raise ValueError(
+                "this history holds block-encoded contexts; a dense context cannot be added"
+            )
+        if block and self.n_blocks is None:
+            context, block = context.dense()[0], False
         if self.size == len(self.rewards):
             new = 2 * len(self.rewards)
-            self.contexts = np.resize(self.contexts, (new, self.dim))
-            for name in ("rewards", "weights", "heads"):
+            self.contexts = np.resize(self.contexts, (new, self.contexts.shape[1]))
+            names = self._FIELDS + (("slots",) if self.n_blocks is not None else ())
+            for name in names:
                 setattr(self, name, np.resize(getattr(self, name), new))
         i = self.size
-        self.contexts[i] = context
+        if block:
+            self.contexts[i] = context.blocks[0]
+            self.slots[i] = context.slots[0]
+        else:
+            self.contexts[i] = context
         self.rewards[i] = reward
         self.weights[i] = weight
         self.heads[i] = head
         self.size += 1
 
-    def view(
-        self,
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+    def view(self) -> tuple[Contexts, NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
         n = self.size
-        return self.contexts[:n], self.rewards[:n], self.weights[:n], self.heads[:n]
+        X: Contexts = self.contexts[:n]
+        if self.n_blocks is not None:
+            X = BlockContexts(self.contexts[:n], self.slots[:n], self.n_blocks)
+        return X, self.rewards[:n], self.weights[:n], self.heads[:n]
 
     def state_dict(self) -> dict[str, Any]:
-        X, r, w, h = self.view()
-        return {"contexts": X.copy(), "rewards": r.copy(), "weights": w.copy(), "heads": h.copy()}
+        n = self.size
+        state = {name: getattr(self, name)[:n].copy() for name in ("contexts", *self._FIELDS)}
+        state["dim"] = self.dim
+        if self.n_blocks is not None:
+            state.update(slots=self.slots[:n].copy(), n_blocks=self.n_blocks)
+        return state
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> History:
-        X = np.asarray(state["contexts"], dtype=np.float64)
-        hist = cls(X.shape[1], capacity=max(1024, len(X)))
+        X = as_numpy(state["contexts"])
         n = len(X)
+        hist = cls(int(state.get("dim", X.shape[1])), capacity=max(1024, n))
+        if state.get("n_blocks") is not None:
+            hist._use_blocks(int(state["n_blocks"]))
+            hist.slots[:n] = as_numpy(state["slots"], np.int64)
         hist.contexts[:n] = X
-        hist.rewards[:n] = state["rewards"]
-        hist.weights[:n] = state["weights"]
-        hist.heads[:n] = state["heads"]
+        hist.rewards[:n] = as_numpy(state["rewards"])
+        hist.weights[:n] = as_numpy(state["weights"])
+        hist.heads[:n] = as_numpy(state["heads"], np.int64)
         hist.size = n
         return hist
 
@@ -143,7 +181,7 @@ def train_feature_map(
         return math.nan
     device = next(net.parameters()).device
     X_np, r_np, _, h_np = history.view()
-    X = torch.as_tensor(X_np, dtype=torch.float32, device=device)
+    X = as_input(X_np, device)
     r = torch.as_tensor(r_np, dtype=torch.float32, device=device)
     shared = theta.shape[0] == 1
     theta_t = torch.as_tensor(theta, dtype=torch.float32, device=device)
@@ -159,7 +197,7 @@ def train_feature_map(
     with torch.no_grad():
         for s in range(steps):
             idx = batches[s]
-            pres, acts = forward_cache(net, X[idx])
+            pres, acts = forward_cache(net, X.take(idx) if isinstance(X, BlockInput) else X[idx])
             if shared:
                 th, Ai = theta_t[0], (A_inv_t[0] if A_inv_t is not None else None)
             else:

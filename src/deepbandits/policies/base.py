@@ -18,6 +18,7 @@ import torch
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import check_arm, check_contexts, check_finite_scalar, check_positive
+from deepbandits.encoding import BlockContexts, Contexts
 
 FORMAT_VERSION = 1
 _CLASSES: dict[str, type[Policy]] = {}
@@ -63,6 +64,10 @@ class Policy(ABC):
         Diagnostics of the last :meth:`update`: ``sigma2`` (σ̄² used as weight), ``sigma2_hat``
         (the Eq. 13 estimate, NaN when not estimated) and ``train_seconds``.
     """
+
+    #: Whether the policy works on :class:`~deepbandits.encoding.BlockContexts` directly; the
+    #: others receive the dense matrix they stand for.
+    block_contexts: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -120,15 +125,17 @@ class Policy(ABC):
         self._rng = np.random.default_rng(self._params.get("seed"))
         return self
 
-    def _check(self, contexts: ArrayLike) -> NDArray[np.float64]:
+    def _check(self, contexts: ArrayLike | BlockContexts) -> Contexts:
         X = check_contexts(contexts, self.n_features_in_)
+        if isinstance(X, BlockContexts) and not self.block_contexts:
+            X = X.dense()
         if self.n_features_in_ is None:
             self.n_features_in_ = X.shape[1]
             self._initialize(X)
         return X
 
     @abstractmethod
-    def _initialize(self, X: NDArray[np.float64]) -> None:
+    def _initialize(self, X: Contexts) -> None:
         """Build the learned state once the context dimension is known."""
 
     # ------------------------------------------------------------------ acting
@@ -182,11 +189,11 @@ class Policy(ABC):
         self.t_ += 1
 
     @abstractmethod
-    def _index(self, X: NDArray[np.float64]) -> NDArray[np.float64]: ...
+    def _index(self, X: Contexts) -> NDArray[np.float64]: ...
 
     @abstractmethod
     def _predict(
-        self, X: NDArray[np.float64]
+        self, X: Contexts
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
 
     @abstractmethod

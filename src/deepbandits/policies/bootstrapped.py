@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from deepbandits._validation import check_int, check_unknown_keys
+from deepbandits.encoding import Contexts
 from deepbandits.networks.learner import (
     NETWORK_PARAMS,
     NetworkLearner,
@@ -44,6 +45,8 @@ class BootstrappedNN(Policy):
     the argmax of the drawn member (its scores are in ``last_selection_["mean"]``).
     """
 
+    block_contexts = True
+
     def __init__(self, *, n_models: int = 5, seed: int | None = None, **network_params: Any):
         check_unknown_keys(network_params, tuple(NETWORK_PARAMS), type(self).__name__)
         super().__init__(n_models=n_models, seed=seed, **{**NETWORK_PARAMS, **network_params})
@@ -52,7 +55,7 @@ class BootstrappedNN(Policy):
         check_int(self._params["n_models"], "n_models", minimum=1)
         self.train_schedule_, self.device_ = check_network_params(self._params)
 
-    def _initialize(self, X: Array) -> None:
+    def _initialize(self, X: Contexts) -> None:
         self._torch_gen = seeded_generator(self._params["seed"])
         self.members_ = [
             NetworkLearner(
@@ -67,15 +70,15 @@ class BootstrappedNN(Policy):
         ]
         self.n_trainings_ = 0
 
-    def _outputs(self, X: Array) -> Array:
+    def _outputs(self, X: Contexts) -> Array:
         """``[n_models, K]`` predictions of every member."""
         return np.stack([m.forward(X)[:, 0] for m in self.members_])
 
-    def _predict(self, X: Array) -> tuple[Array, Array]:
+    def _predict(self, X: Contexts) -> tuple[Array, Array]:
         out = self._outputs(X)
         return out.mean(axis=0), out.std(axis=0)
 
-    def _index(self, X: Array) -> Array:
+    def _index(self, X: Contexts) -> Array:
         member = int(self._rng.integers(len(self.members_)))
         mean = self.members_[member].forward(X)[:, 0]
         self.last_selection_ = {"mean": mean, "width": np.zeros_like(mean)}
@@ -83,7 +86,7 @@ class BootstrappedNN(Policy):
 
     def _learn(
         self,
-        X: Array,
+        X: Contexts,
         arm: int,
         reward: float,
         sigma2: float | None,

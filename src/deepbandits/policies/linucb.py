@@ -21,6 +21,7 @@ from deepbandits._validation import (
     check_reward_range,
     check_unknown_keys,
 )
+from deepbandits.encoding import BlockContexts, Contexts, same_contexts
 from deepbandits.formulas import theory_alpha, variance_floor
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.policies.base import Policy, Preset
@@ -66,6 +67,9 @@ class LinUCB(Policy):
 
     #: parameters of subclasses that extend the ridge-UCB machinery
     _extra_params: tuple[str, ...] = ()
+    #: whether φ is the identity (the ridge then sees the raw contexts)
+    _raw_features: ClassVar[bool] = True
+    block_contexts: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -135,26 +139,40 @@ class LinUCB(Policy):
             raise ValueError("schedule is only used with variance='schedule'")
 
     # ------------------------------------------------------------------ features
-    def _features(self, X: Array) -> Array:
+    def _features(self, X: Contexts) -> Array:
         """φ(x) for each row of ``X`` (identity for LinUCB)."""
         return X
 
     def _feature_dim(self, n_features: int) -> int:
         return n_features
 
-    def _initialize(self, X: Array) -> None:
+    def _initialize(self, X: Contexts) -> None:
         p = self._params
         self.ridge_: RidgeState | None = None
-        self._n_heads = 0 if p["per_arm"] else 1
         self._feature_dim_ = self._feature_dim(X.shape[1])
-        if not p["per_arm"]:
+        # On block-encoded contexts every x lives in one block, so A = λI + Σ x xᵀ is
+        # block-diagonal: the shared ridge of Eq. 5 is exactly one ridge per block on the D
+        # features of that block (same θᵀx and ‖x‖_{A⁻¹}, K² times less memory).
+        self.by_block_ = self._raw_features and isinstance(X, BlockContexts) and not p["per_arm"]
+        if self.by_block_:
+            assert isinstance(X, BlockContexts)
+            self.ridge_ = RidgeState(X.block_dim, X.n_blocks, p["lam"], p["refresh_every"])
+        elif not p["per_arm"]:
             self.ridge_ = RidgeState(self._feature_dim_, 1, p["lam"], p["refresh_every"])
         self._last_sigma2_bar = variance_floor(p["R"], self._feature_dim_)
         self._cache: tuple[Array, Array] | None = None
         if p["variance"] == "schedule" and self._schedule is None:
             self._schedule = parse_variance_schedule(p["schedule"], p["horizon"])
 
-    def _heads(self, n_arms: int) -> NDArray[np.int64] | None:
+    def _heads(self, X: Contexts) -> NDArray[np.int64] | None:
+        if self.by_block_:
+            if not isinstance(X, BlockContexts):
+                raise ValueError(
+                    "this policy was fitted on block-encoded contexts (BlockContexts) and keeps "
+                    "one ridge per block; dense contexts cannot be scored"
+                )
+            return X.slots
+        n_arms = X.shape[0]
         if not self._params["per_arm"]:
             return None
         if self.ridge_ is None:
@@ -168,15 +186,15 @@ class LinUCB(Policy):
             )
         return np.arange(n_arms)
 
-    def _phi(self, X: Array) -> Array:
+    def _phi(self, X: Contexts) -> Array:
         """Features of ``X``, reusing those of the last call when the contexts are the same."""
-        if (
-            self._cache is not None
-            and self._cache[0].shape == X.shape
-            and np.array_equal(self._cache[0], X)
-        ):
+        if self._cache is not None and same_contexts(self._cache[0], X):
             return self._cache[1]
-        phi = self._features(X)
+        if isinstance(X, BlockContexts) and self.by_block_:
+            phi = X.blocks
+        else:
+            dense = self._raw_features and isinstance(X, BlockContexts)
+            phi = self._features(X.dense() if dense else X)
         self._cache = (X.copy(), phi)
         return phi
 
@@ -201,21 +219,21 @@ class LinUCB(Policy):
     def _theory_H(self) -> int:
         return 1
 
-    def _predict(self, X: Array) -> tuple[Array, Array]:
-        heads = self._heads(X.shape[0])
+    def _predict(self, X: Contexts) -> tuple[Array, Array]:
+        heads = self._heads(X)
         assert self.ridge_ is not None
         mean, width = self.ridge_.score(self._phi(X), heads)
         self.last_selection_ = {"mean": mean, "width": width}
         return mean, width
 
-    def _index(self, X: Array) -> Array:
+    def _index(self, X: Contexts) -> Array:
         mean, width = self._predict(X)
         return mean + self.alpha_t(X.shape[0]) * width
 
     # ------------------------------------------------------------------ learning
     def _learn(
         self,
-        X: Array,
+        X: Contexts,
         arm: int,
         reward: float,
         sigma2: float | None,
@@ -229,8 +247,8 @@ class LinUCB(Policy):
             raise ValueError(
                 f"reward {reward} is outside the reward range [{rng_ab[0]}, {rng_ab[1]}]"
             )
-        heads = self._heads(X.shape[0])
-        head = 0 if heads is None else arm
+        heads = self._heads(X)
+        head = 0 if heads is None else int(heads[arm])
         assert self.ridge_ is not None
         phi = self._phi(X)[arm]
         mean_hat = float(phi @ self.ridge_.theta[head])  # θₜ₋₁ᵀφ(xₜ,ₐₜ; wₜ₋₁), Eq. 13
@@ -259,7 +277,7 @@ class LinUCB(Policy):
             "train_seconds": time.perf_counter() - start if trained else 0.0,
         }
 
-    def _after_update(self, context: Array, reward: float, weight: float, head: int) -> bool:
+    def _after_update(self, context: Contexts, reward: float, weight: float, head: int) -> bool:
         """Hook for subclasses that learn more than the ridge; returns True if it trained."""
         return False
 
@@ -268,12 +286,14 @@ class LinUCB(Policy):
         return {
             "ridge": self.ridge_.state_dict() if self.ridge_ is not None else None,
             "last_sigma2_bar": self._last_sigma2_bar,
+            "by_block": self.by_block_,
         }
 
     def _load_state(self, state: dict[str, Any]) -> None:
         if state["ridge"] is not None:
             self.ridge_ = RidgeState.from_state_dict(state["ridge"])
         self._last_sigma2_bar = float(state["last_sigma2_bar"])
+        self.by_block_ = bool(state.get("by_block", False))
 
 
 class Sigma2LinUCB(Preset, LinUCB):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from deepbandits._validation import check_choice, check_int
+from deepbandits.encoding import Contexts
 from deepbandits.networks.learner import (
     NETWORK_PARAMS,
     NetworkLearner,
@@ -59,6 +60,7 @@ class NeuralLinearBandit(LinUCB):
     """
 
     _extra_params = (*NETWORK_PARAMS, "feature_dim", "loss", "refit_on_update")
+    _raw_features = False
 
     def __init__(
         self,
@@ -118,7 +120,7 @@ class NeuralLinearBandit(LinUCB):
     def _theory_H(self) -> int:
         return self.train_schedule_.train_every
 
-    def _initialize(self, X: Array) -> None:
+    def _initialize(self, X: Contexts) -> None:
         super()._initialize(X)
         p = self._params
         self._torch_gen = seeded_generator(p["seed"])
@@ -140,10 +142,10 @@ class NeuralLinearBandit(LinUCB):
     def n_trainings_(self) -> int:
         return self.learner_.n_trainings
 
-    def _features(self, X: Array) -> Array:
+    def _features(self, X: Contexts) -> Array:
         return self.learner_.forward(X)
 
-    def _after_update(self, context: Array, reward: float, weight: float, head: int) -> bool:
+    def _after_update(self, context: Contexts, reward: float, weight: float, head: int) -> bool:
         self.learner_.history.append(context, reward, weight, head)
         if not self.train_schedule_.should_train(self.t_ + 1):
             return False

@@ -23,11 +23,13 @@ import numpy as np
 import torch
 
 from deepbandits._validation import check_choice, check_int, check_positive, check_unknown_keys
+from deepbandits.encoding import Contexts
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.networks.gradients import (
     diagonal_quadratic_form,
     output_gradients,
     per_sample_gradients,
+    squared,
 )
 from deepbandits.networks.learner import (
     NETWORK_PARAMS,
@@ -35,6 +37,7 @@ from deepbandits.networks.learner import (
     check_network_params,
     seeded_generator,
 )
+from deepbandits.networks.mlp import add_outer_, as_input
 from deepbandits.policies.base import Policy, Preset
 from deepbandits.policies.linucb import Array
 
@@ -67,6 +70,8 @@ class NeuralGradientBandit(Policy):
     seed : int, optional
         Seeds the network, the minibatches, the Thompson samples and tie-breaking.
     """
+
+    block_contexts = True
 
     def __init__(
         self,
@@ -102,7 +107,7 @@ class NeuralGradientBandit(Policy):
         check_int(p["refresh_every"], "refresh_every", minimum=1)
         self.train_schedule_, self.device_ = check_network_params(p)
 
-    def _initialize(self, X: Array) -> None:
+    def _initialize(self, X: Contexts) -> None:
         p = self._params
         self._torch_gen = seeded_generator(p["seed"])
         self.learner_ = NetworkLearner(
@@ -135,19 +140,16 @@ class NeuralGradientBandit(Policy):
     def n_trainings_(self) -> int:
         return self.learner_.n_trainings
 
-    def _tensor(self, X: Array) -> torch.Tensor:
-        return torch.from_numpy(X).to(self.device_, torch.float32)
-
-    def _predict(self, X: Array) -> tuple[Array, Array]:
+    def _predict(self, X: Contexts) -> tuple[Array, Array]:
         """f(x) and ‖g(x)/√m‖_{Z⁻¹} for every arm, from one batched backward pass."""
         net = self.learner_.network
         with torch.no_grad():
             if self.z_ is None:
-                f, deltas, acts = output_gradients(net, self._tensor(X))
+                f, deltas, acts = output_gradients(net, as_input(X, self.device_))
                 inv = [1.0 / z for z in self.z_diag_]
                 quad = diagonal_quadratic_form(deltas, acts, inv).cpu().numpy()
             else:
-                f, g = per_sample_gradients(net, self._tensor(X))
+                f, g = per_sample_gradients(net, as_input(X, self.device_))
                 g64 = g.to("cpu", torch.float64).numpy()
                 quad = ((g64 @ self.z_.A_inv[0]) * g64).sum(axis=1)
         mean = f.to("cpu", torch.float64).numpy()
@@ -155,7 +157,7 @@ class NeuralGradientBandit(Policy):
         self.last_selection_ = {"mean": mean, "width": width}
         return mean, width
 
-    def _index(self, X: Array) -> Array:
+    def _index(self, X: Contexts) -> Array:
         mean, width = self._predict(X)
         alpha = self._params["alpha"]
         if self._params["exploration"] == "ucb":
@@ -166,21 +168,21 @@ class NeuralGradientBandit(Policy):
 
     def _learn(
         self,
-        X: Array,
+        X: Contexts,
         arm: int,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
     ) -> None:
         net = self.learner_.network
-        x = self._tensor(X[arm : arm + 1])
+        x = as_input(X[arm : arm + 1], self.device_)
         with torch.no_grad():
             if self.z_ is None:  # Z += g gᵀ/m, diagonal part: δ² ⊗ a² per layer
                 _, deltas, acts = output_gradients(net, x)
                 for i, (delta, a) in enumerate(zip(deltas, acts, strict=False)):
-                    d2 = (delta[0] * delta[0]).to(torch.float64) / self._m
-                    self.z_diag_[2 * i] += torch.outer(d2, (a[0] * a[0]).to(torch.float64))
-                    self.z_diag_[2 * i + 1] += d2
+                    d2 = (delta * delta).to(torch.float64) / self._m
+                    add_outer_(self.z_diag_[2 * i], d2, squared(a, torch.float64))
+                    self.z_diag_[2 * i + 1] += d2[0]
             else:
                 _, g = per_sample_gradients(net, x)
                 self.z_.update(g[0].to("cpu", torch.float64).numpy(), 0.0, 1.0 / self._m)
