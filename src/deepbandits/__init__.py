@@ -33,6 +33,7 @@ from deepbandits.policies import (
 )
 
 __all__ = [
+    "BlockContexts",
     "BootstrappedNN",
     "Environment",
     "KernelUCB",
@@ -52,7 +53,6 @@ __all__ = [
     "Sigma2LinUCB",
     "SyntheticEnv",
     "__version__",
-    "BlockContexts",
     "block_encode",
     "env_names",
     "load_policy",

@@ -192,9 +192,7 @@ class Policy(ABC):
     def _index(self, X: Contexts) -> NDArray[np.float64]: ...
 
     @abstractmethod
-    def _predict(
-        self, X: Contexts
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+    def _predict(self, X: Contexts) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
 
     @abstractmethod
     def _learn(
