@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from deepbandits.encoding import Contexts
 
 
 @dataclass(frozen=True)
@@ -15,8 +18,8 @@ class Round:
 
     Attributes
     ----------
-    contexts : array [K, d]
-        Arm contexts.
+    contexts : array [K, d] or BlockContexts
+        Arm contexts (block-encoded ones as :class:`~deepbandits.encoding.BlockContexts`).
     expected_rewards : array [K]
         h(x) of each arm, for the pseudo-regret.
     sigma2 : float
@@ -25,7 +28,7 @@ class Round:
         The reward range the environment declares for this round.
     """
 
-    contexts: NDArray[np.float64]
+    contexts: Contexts
     expected_rewards: NDArray[np.float64]
     sigma2: float
     reward_range: tuple[float, float]
@@ -49,3 +52,10 @@ class Environment(ABC):
     @abstractmethod
     def get_params(self) -> dict[str, object]:
         """Constructor parameters (for the run's configuration file)."""
+
+    @property
+    def policy_defaults(self) -> dict[str, Any]:
+        """Policy parameters this environment's paper setting uses (e.g. the network schedule
+        on real data); ``deepbandits compare`` applies them where a policy spec leaves them
+        out. Empty by default."""
+        return {}

@@ -24,10 +24,10 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from deepbandits.envs import make_env
+from deepbandits.envs import Environment, make_env
 from deepbandits.experiments.runner import RunResult, give_horizon, run
 from deepbandits.experiments.specs import parse_spec
-from deepbandits.policies import make_policy
+from deepbandits.policies import Policy, make_policy
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,24 @@ def label_of(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", spec.replace(":", "__"))
 
 
+def build_policy(spec: str, env: Environment) -> Policy:
+    """The policy of ``spec``, with the environment's :attr:`~Environment.policy_defaults` (the
+    paper's settings on real data) for the keys the spec leaves out and the policy accepts."""
+    name, params = parse_spec(spec)
+    policy = make_policy(name, **params)
+    accepted = policy.get_params()
+    extra = {k: v for k, v in env.policy_defaults.items() if k not in params and k in accepted}
+    if extra:
+        policy.set_params(**extra)
+    return policy
+
+
 def check_specs(policy_specs: list[str], env_spec: str, T: int) -> None:
     """Build each policy and the environment once, so bad options fail before any run starts."""
     env_name, env_params = parse_spec(env_spec)
-    make_env(env_name, **env_params)
+    env = make_env(env_name, **env_params)
     for spec in policy_specs:
-        name, params = parse_spec(spec)
-        give_horizon(make_policy(name, **params), T)
+        give_horizon(build_policy(spec, env), T)
 
 
 def run_job(job: Job, progress: bool = False) -> Path:
@@ -62,11 +73,10 @@ def run_job(job: Job, progress: bool = False) -> Path:
     import torch
 
     torch.set_num_threads(1)
-    name, params = parse_spec(job.policy_spec)
     env_name, env_params = parse_spec(job.env_spec)
     env_params.setdefault("horizon", job.T)
-    policy = make_policy(name, **params)
     env = make_env(env_name, **env_params)
+    policy = build_policy(job.policy_spec, env)
     with threadpool_limits(limits=1):
         result = run(policy, env, job.T, seed=job.seed, progress=progress)
     result.config["policy"]["spec"] = job.policy_spec
