@@ -8,7 +8,7 @@ from pathlib import Path
 
 from deepbandits.envs import env_names
 from deepbandits.experiments.compare import compare, format_table
-from deepbandits.experiments.specs import parse_seeds
+from deepbandits.experiments.specs import parse_seeds, split_specs
 from deepbandits.policies import CONFIGURATIONS, distinct_policy_names, policy_names
 
 DEMO_POLICIES = ["linucb", "neural-lingreedy", "neural-linucb", "neural-sigma2-linucb"]
@@ -104,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "demo":
         policies = DEMO_POLICIES
     else:
-        policies = distinct_policy_names() if args.policies == ["all"] else args.policies
+        policies = (
+            distinct_policy_names() if args.policies == ["all"] else split_specs(args.policies)
+        )
     try:
         seeds = parse_seeds(args.seeds)
         summary = compare(

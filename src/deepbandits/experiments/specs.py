@@ -60,6 +60,25 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name, params
 
 
+def split_specs(args: list[str]) -> list[str]:
+    """Policy specifications from command-line words, each word possibly a comma list.
+
+    ``["linucb,neural-ucb:mode=full,alpha=0.1", "neural-ts"]`` →
+    ``["linucb", "neural-ucb:mode=full,alpha=0.1", "neural-ts"]``: after a comma, an item with
+    ``=`` and no ``:`` continues the previous specification's keywords; anything else starts a
+    new one.
+    """
+    specs: list[str] = []
+    for word in args:
+        for item in _split_top_level(word):
+            continues = "=" in item and ":" not in item.split("=", 1)[0]
+            if continues and specs and ":" in specs[-1]:
+                specs[-1] += "," + item
+            else:
+                specs.append(item.strip())
+    return specs
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"0-4"`` → [0, 1, 2, 3, 4]; ``"1,3,5"`` → [1, 3, 5]; ``"7"`` → [7]."""
     seeds: list[int] = []

@@ -110,6 +110,11 @@ class RidgeState:
         if heads is None:
             Z = X @ self.A_inv[0]
             mean = X @ self.theta[0]
+        elif self.dim >= _IN_PLACE_DIM and np.array_equal(heads, np.arange(self.n_heads)):
+            # row k on head k (per-arm and per-block ridges): batched BLAS on A⁻¹ itself,
+            # no gathered copy of n_heads d×d matrices
+            Z = np.matmul(X[:, None, :], self.A_inv)[:, 0, :]
+            mean = np.einsum("kd,kd->k", X, self.theta)
         else:
             Z = np.einsum("kd,kde->ke", X, self.A_inv[heads])
             mean = np.einsum("kd,kd->k", X, self.theta[heads])

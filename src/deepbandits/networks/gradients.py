@@ -12,7 +12,13 @@ from typing import Any
 
 import torch
 
-from deepbandits.networks.mlp import MLP, BlockInput, NetInput, add_outer_, input_linear
+from deepbandits.networks.mlp import (
+    MLP,
+    BlockInput,
+    NetInput,
+    block_weight_gradient,
+    input_linear,
+)
 
 
 def forward_cache(net: MLP, x: NetInput) -> tuple[list[torch.Tensor], list[Any]]:
@@ -49,8 +55,7 @@ def summed_gradients(deltas: list[torch.Tensor], acts: list[Any]) -> list[torch.
     grads: list[torch.Tensor] = []
     for delta, a in zip(deltas, acts, strict=False):
         if isinstance(a, BlockInput):
-            weight_grad = delta.new_zeros(delta.shape[1], a.shape[1])
-            add_outer_(weight_grad, delta, a)
+            weight_grad = block_weight_gradient(delta, a)
         else:
             weight_grad = delta.t() @ a
         grads += [weight_grad, delta.sum(dim=0)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import pairwise
 
 import numpy as np
@@ -46,23 +47,32 @@ class BlockInput:
         out[torch.arange(n), torch.as_tensor(self.slots)] = self.blocks
         return out.reshape(n, self.n_blocks * D)
 
-    def groups(self) -> list[tuple[int, torch.Tensor]]:
-        """``(block, rows)`` for each block that some row occupies."""
+    @cached_property
+    def groups(self) -> dict[int, torch.Tensor]:
+        """``{block: rows}`` for each block that some row occupies."""
         order = np.argsort(self.slots, kind="stable")
         blocks, starts = np.unique(self.slots[order], return_index=True)
         bounds = [*starts[1:], len(order)]
         device = self.blocks.device
-        return [
-            (int(k), torch.as_tensor(order[a:b], device=device))
+        return {
+            int(k): torch.as_tensor(order[a:b], device=device)
             for k, a, b in zip(blocks, starts, bounds, strict=True)
-        ]
+        }
 
 
 NetInput = torch.Tensor | BlockInput
 
 
+#: Block-encoded contexts narrower than this go to the network dense: for them one dense product
+#: costs less than a product per block.
+MIN_BLOCK_FEATURES = 1024
+
+
 def as_input(X: Contexts, device: torch.device, dtype: torch.dtype = torch.float32) -> NetInput:
-    """Contexts (dense or :class:`~deepbandits.encoding.BlockContexts`) as a network input."""
+    """Contexts (dense or :class:`~deepbandits.encoding.BlockContexts`) as a network input
+    (block-encoded from :data:`MIN_BLOCK_FEATURES` features on, dense below)."""
+    if isinstance(X, BlockContexts) and X.shape[1] < MIN_BLOCK_FEATURES:
+        X = X.dense()
     if isinstance(X, BlockContexts):
         return BlockInput(torch.from_numpy(X.blocks).to(device, dtype), X.slots, X.n_blocks)
     return torch.from_numpy(np.ascontiguousarray(X)).to(device, dtype)
@@ -76,7 +86,7 @@ def block_linear(x: BlockInput, weight: torch.Tensor, bias: torch.Tensor | None)
         out = torch.einsum("kd,okd->ko", x.blocks, W)
     else:
         out = x.blocks.new_empty(n, weight.shape[0])
-        for k, rows in x.groups():
+        for k, rows in x.groups.items():
             out[rows] = x.blocks[rows] @ W[:, k, :].t()
     return out if bias is None else out + bias
 
@@ -87,8 +97,19 @@ def add_outer_(target: torch.Tensor, delta: torch.Tensor, a: NetInput) -> None:
         target += delta.t() @ a
         return
     T = target.view(target.shape[0], a.n_blocks, a.blocks.shape[1])
-    for k, rows in a.groups():
+    for k, rows in a.groups.items():
         T[:, k, :] += delta[rows].t() @ a.blocks[rows]
+
+
+def block_weight_gradient(delta: torch.Tensor, a: BlockInput) -> torch.Tensor:
+    """``Σ_b δ_b a_bᵀ`` ``[out, n_blocks·D]`` for a block-encoded ``a``, one block at a time."""
+    out, D = delta.shape[1], a.blocks.shape[1]
+    zero = delta.new_zeros(out, D)
+    parts = [
+        delta[rows].t() @ a.blocks[rows] if (rows := a.groups.get(k)) is not None else zero
+        for k in range(a.n_blocks)
+    ]
+    return torch.stack(parts, dim=1).reshape(out, a.n_blocks * D)
 
 
 class MLP(nn.Module):
