@@ -6,11 +6,21 @@ Quick start::
     env = db.make_env("h1", seed=0)
     policy = db.make_policy("neural-sigma2-linucb", seed=0)
     result = db.run(policy, env, T=2000)
+
+    mnist = db.make_env("mnist", seed=0)   # reads $DEEPBANDITS_DATA (downloads when online)
 """
 
 from deepbandits._version import __version__
+from deepbandits.datasets import Dataset, data_home, dataset_names, load_dataset
 from deepbandits.encoding import BlockContexts, block_encode
-from deepbandits.envs import Environment, Round, SyntheticEnv, env_names, make_env
+from deepbandits.envs import (
+    ClassificationEnv,
+    Environment,
+    Round,
+    SyntheticEnv,
+    env_names,
+    make_env,
+)
 from deepbandits.experiments import RunResult, run
 from deepbandits.linalg import RidgeState
 from deepbandits.policies import (
@@ -35,6 +45,8 @@ from deepbandits.policies import (
 __all__ = [
     "BlockContexts",
     "BootstrappedNN",
+    "ClassificationEnv",
+    "Dataset",
     "Environment",
     "KernelUCB",
     "LinUCB",
@@ -54,7 +66,10 @@ __all__ = [
     "SyntheticEnv",
     "__version__",
     "block_encode",
+    "data_home",
+    "dataset_names",
     "env_names",
+    "load_dataset",
     "load_policy",
     "make_env",
     "make_policy",

@@ -87,14 +87,23 @@ def _reconstruct_stub(cls: Any, shape: Any, dtype_code: Any) -> _ArrayStub:
     return _ArrayStub()
 
 
+def _latin1_encode(text: Any, encoding: Any = "latin1") -> bytes:
+    """Python 3 pickles bytes at protocol 2 as ``_codecs.encode(str, "latin1")``; this accepts
+    exactly that and nothing else."""
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError("_codecs.encode used for something other than bytes")
+    return text.encode("latin-1")
+
+
 class RestrictedUnpickler(pickle.Unpickler):
     """Unpickler for CIFAR-10 batches: builtin containers, bytes and numbers only.
 
     The pixel array of a batch is pickled through ``numpy.core.multiarray._reconstruct``; those
     three globals (``_reconstruct``, ``ndarray``, ``dtype``) are replaced by inert stubs that only
     record their arguments, and :func:`stub_to_array` turns the recorded bytes into a ``uint8``
-    array. Any other global — ``os.system``, ``builtins.eval``, … — is refused, so a malicious
-    file cannot run code.
+    array; ``_codecs.encode``, with which Python 3 writes bytes at protocol 2, is admitted for
+    latin-1 strings only. Any other global — ``os.system``, ``builtins.eval``, … — is refused,
+    so a malicious file cannot run code.
     """
 
     _STUBS: ClassVar[dict[tuple[str, str], Any]] = {
@@ -102,6 +111,7 @@ class RestrictedUnpickler(pickle.Unpickler):
         ("numpy._core.multiarray", "_reconstruct"): _reconstruct_stub,
         ("numpy", "ndarray"): _ArrayStub,
         ("numpy", "dtype"): _DtypeStub,
+        ("_codecs", "encode"): _latin1_encode,
     }
 
     def find_class(self, module: str, name: str) -> Any:

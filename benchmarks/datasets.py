@@ -1,0 +1,97 @@
+"""Real-dataset benchmark (not a test): ``python benchmarks/datasets.py [--quick]``.
+
+Reads the datasets from ``$DEEPBANDITS_DATA`` (e.g. ``DEEPBANDITS_DATA=../shared/data``) and
+prints two Markdown tables:
+
+* load time of each dataset: cold (parsing the canonical files into a fresh cache folder) and
+  cached (reading the ``.npz`` written by the cold load);
+* rounds per second of select + update (network training excluded) on each dataset with the
+  block and the dense encoding of the arm contexts, for Neural-σ²-LinUCB (d′ = 64, the paper's
+  real-data setting) and LinUCB, and the speed-up of the block encoding. LinUCB on dense
+  contexts keeps a (K·D)² inverse; it is skipped where that exceeds ``--max-gib``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import torch
+
+import deepbandits as db
+from deepbandits.datasets import load_dataset
+
+
+def load_times(name: str) -> tuple[float, float, tuple[int, ...]]:
+    with tempfile.TemporaryDirectory() as cache:
+        previous = os.environ.get("XDG_CACHE_HOME")
+        os.environ["XDG_CACHE_HOME"] = cache
+        try:
+            start = time.perf_counter()
+            ds = load_dataset(name, download=False)
+            cold = time.perf_counter() - start
+            start = time.perf_counter()
+            load_dataset(name, download=False)
+            cached = time.perf_counter() - start
+        finally:
+            if previous is None:
+                del os.environ["XDG_CACHE_HOME"]
+            else:
+                os.environ["XDG_CACHE_HOME"] = previous
+    return cold, cached, ds.X.shape
+
+
+def rounds_per_second(env: db.Environment, policy: db.Policy, T: int) -> float:
+    rec = db.run(policy, env, T, seed=0).records
+    return T / float((rec["time_select"] + rec["time_update"]).sum())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke check)")
+    parser.add_argument("--max-gib", type=float, default=2.0, help="memory cap of dense LinUCB")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    T = 100 if args.quick else 500
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, data {db.data_home()}\n")
+    print("| dataset | samples × features | cold load (s) | cached load (s) |")
+    print("|---|---|---|---|")
+    for name in db.dataset_names():
+        cold, cached, shape = load_times(name)
+        print(f"| {name} | {shape[0]:,} × {shape[1]} | {cold:.2f} | {cached:.3f} |", flush=True)
+
+    print(f"\nselect+update rounds/s (training excluded), {T} rounds")
+    print("| dataset | K·D | policy | block | dense | block speed-up |")
+    print("|---|---|---|---|---|---|")
+    no_training = {"train_start": 10**9, "warmup_every": 0}
+    for name in db.dataset_names():
+        for policy_name, params in (
+            ("neural-sigma2-linucb", {"feature_dim": 64, **no_training}),
+            ("linucb", {}),
+        ):
+            rates = {}
+            for encoding in ("block", "dense"):
+                env = db.make_env(name, seed=0, encoding=encoding, download=False)
+                dim = env.n_features
+                if policy_name == "linucb" and encoding == "dense":
+                    gib = 2 * 8 * dim**2 / 2**30  # A and A⁻¹
+                    if gib > args.max_gib:
+                        rates[encoding] = None
+                        continue
+                policy = db.make_policy(policy_name, **params)
+                rates[encoding] = rounds_per_second(env, policy, T)
+            block, dense = rates["block"], rates["dense"]
+            dense_txt = f"{dense:,.0f}" if dense else f"skipped ({2 * 8 * dim**2 / 2**30:.0f} GiB)"
+            speedup = f"{block / dense:.1f}×" if dense else "-"
+            print(
+                f"| {name} | {dim:,} | {policy_name} | {block:,.0f} | {dense_txt} | {speedup} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+"""Dataset readers on tiny fixtures written in each canonical format (never the real data)."""
+
+import gzip
+import hashlib
+import os
+import pickle
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deepbandits.datasets import (
+    Checksum,
+    DatasetFileError,
+    DownloadError,
+    catalog,
+    data_home,
+    fetch,
+    load_dataset,
+)
+from deepbandits.datasets.formats import read_cifar_batch, read_idx
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    """Parsed-array caches go to a temporary cache folder, never to the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("DEEPBANDITS_DATA", raising=False)
+
+
+# ------------------------------------------------------------------------------- writers
+def write_idx(path: Path, array: np.ndarray) -> None:
+    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + array.astype(np.uint8).tobytes())
+
+
+def make_mnist(root: Path, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    folder = root / "mnist"
+    folder.mkdir(parents=True)
+    images, labels = [], []
+    for split, n in (("train", 6), ("t10k", 4)):
+        x = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+        y = rng.integers(0, 10, n, dtype=np.uint8)
+        write_idx(folder / f"{split}-images-idx3-ubyte.gz", x)
+        write_idx(folder / f"{split}-labels-idx1-ubyte.gz", y)
+        images.append(x.reshape(n, -1))
+        labels.append(y)
+    return np.concatenate(images), np.concatenate(labels)
+
+
+def write_cifar_batch(path: Path, data: np.ndarray, labels: list[int]) -> None:
+    batch = {b"batch_label": b"training batch", b"labels": labels, b"data": data}
+    path.write_bytes(pickle.dumps(batch, protocol=2))
+
+
+def make_shuttle(root: Path, rng: np.random.Generator) -> np.ndarray:
+    folder = root / "shuttle"
+    folder.mkdir(parents=True)
+    rows = np.column_stack([rng.integers(-50, 100, (12, 9)), rng.integers(1, 8, 12)])
+    for name, part in (("shuttle.trn", rows[:8]), ("shuttle.tst", rows[8:])):
+        (folder / name).write_text("\n".join(" ".join(map(str, r)) for r in part) + "\n")
+    return rows
+
+
+def make_covertype(root: Path, rng: np.random.Generator) -> np.ndarray:
+    folder = root / "covertype"
+    folder.mkdir(parents=True)
+    rows = np.column_stack([rng.integers(0, 4000, (15, 54)), rng.integers(1, 8, 15)])
+    text = "\n".join(",".join(map(str, r)) for r in rows) + "\n"
+    with gzip.open(folder / "covtype.data.gz", "wt") as f:
+        f.write(text)
+    return rows
+
+
+# -------------------------------------------------------------------------------- MNIST
+def test_mnist_idx_files_parse_exactly_and_are_cached(tmp_path, monkeypatch):
+    X, y = make_mnist(tmp_path, np.random.default_rng(0))
+    ds = load_dataset("mnist", tmp_path, download=False)
+    np.testing.assert_array_equal(ds.X, X)
+    np.testing.assert_array_equal(ds.y, y)
+    cached = list((tmp_path / "mnist").glob("mnist.*.npz"))
+    assert len(cached) == 1  # next to the sources, which are writable here
+
+    def no_parsing(*args):
+        raise AssertionError("the sources were parsed again")
+
+    spec = catalog.SPECS["mnist"]
+    monkeypatch.setitem(
+        catalog.SPECS, "mnist", catalog.Spec(**{**spec.__dict__, "read": no_parsing})
+    )
+    np.testing.assert_array_equal(load_dataset("mnist", tmp_path, download=False).X, X)
+
+
+def test_cache_is_rebuilt_when_a_source_changes(tmp_path):
+    rng = np.random.default_rng(1)
+    make_mnist(tmp_path, rng)
+    load_dataset("mnist", tmp_path, download=False)
+    new_labels = np.array([9, 9, 9, 9, 9, 9], dtype=np.uint8)
+    write_idx(tmp_path / "mnist" / "train-labels-idx1-ubyte.gz", new_labels)
+    ds = load_dataset("mnist", tmp_path, download=False)
+    np.testing.assert_array_equal(ds.y[:6], new_labels)
+    assert len(list((tmp_path / "mnist").glob("mnist.*.npz"))) == 1  # the stale one is gone
+
+
+def test_read_only_folder_caches_in_the_cache_folder(tmp_path):
+    make_mnist(tmp_path, np.random.default_rng(2))
+    folder = tmp_path / "mnist"
+    os.chmod(folder, 0o555)
+    try:
+        load_dataset("mnist", tmp_path, download=False)
+        assert not list(folder.glob("*.npz"))
+        assert list((tmp_path / "xdg" / "deepbandits" / "converted").glob("mnist.*.npz"))
+    finally:
+        os.chmod(folder, 0o755)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda raw: raw[:-10], "truncated"),
+        (lambda raw: b"\x00\x00\x07\x03" + raw[4:], "not an IDX file"),
+        (lambda raw: raw + b"\x00", "trailing bytes"),
+    ],
+)
+def test_damaged_idx_file_is_named(tmp_path, damage, message):
+    path = tmp_path / "x.gz"
+    write_idx(path, np.zeros((3, 4, 4), dtype=np.uint8))
+    raw = damage(gzip.decompress(path.read_bytes()))
+    path.write_bytes(gzip.compress(raw))
+    with pytest.raises(DatasetFileError, match=message) as err:
+        read_idx(path)
+    assert str(path) in str(err.value)
+
+
+def test_truncated_gzip_is_named(tmp_path):
+    make_mnist(tmp_path, np.random.default_rng(3))
+    path = tmp_path / "mnist" / "train-images-idx3-ubyte.gz"
+    path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(DatasetFileError, match="gzip") as err:
+        load_dataset("mnist", tmp_path, download=False)
+    assert "train-images-idx3-ubyte.gz" in str(err.value)
+
+
+# ------------------------------------------------------------------------------ CIFAR-10
+def test_cifar_uses_the_batches_present_and_says_so(tmp_path):
+    rng = np.random.default_rng(4)
+    folder = tmp_path / "cifar10"
+    folder.mkdir()
+    parts = []
+    for name in ("data_batch_1", "data_batch_3"):
+        data = rng.integers(0, 256, (5, 3072), dtype=np.uint8)
+        labels = rng.integers(0, 10, 5).tolist()
+        write_cifar_batch(folder / name, data, labels)
+        parts.append((data, labels))
+    ds = load_dataset("cifar10", tmp_path, download=False)
+    np.testing.assert_array_equal(ds.X, np.concatenate([p[0] for p in parts]))
+    np.testing.assert_array_equal(ds.y, np.concatenate([p[1] for p in parts]))
+    assert "data_batch_2" in ds.note and "test_batch" in ds.note and "10 images" in ds.note
+
+
+class _Exploit:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > " + str(self.target),))
+
+
+def test_malicious_cifar_pickle_cannot_run_code(tmp_path):
+    target = tmp_path / "pwned"
+    exploit = _Exploit()
+    exploit.target = target
+    path = tmp_path / "data_batch_1"
+    path.write_bytes(pickle.dumps({b"data": exploit, b"labels": [0]}, protocol=2))
+    with pytest.raises(DatasetFileError, match="forbidden global") as err:
+        read_cifar_batch(path)
+    assert "posix.system" in str(err.value) or "os.system" in str(err.value)
+    assert not target.exists()
+
+
+def test_truncated_or_wrong_cifar_batch_is_named(tmp_path):
+    path = tmp_path / "data_batch_1"
+    write_cifar_batch(path, np.zeros((4, 3072), dtype=np.uint8), [1, 2, 3, 4])
+    path.write_bytes(path.read_bytes()[:-500])
+    with pytest.raises(DatasetFileError, match="data_batch_1"):
+        read_cifar_batch(path)
+    write_cifar_batch(path, np.zeros((4, 100), dtype=np.uint8), [1, 2, 3, 4])
+    with pytest.raises(DatasetFileError, match=r"\[n, 3072\]"):
+        read_cifar_batch(path)
+    write_cifar_batch(path, np.zeros((2, 3072), dtype=np.float32), [1, 2])
+    with pytest.raises(DatasetFileError, match="not uint8"):
+        read_cifar_batch(path)
+
+
+# ---------------------------------------------------------------------- UCI tables
+def test_shuttle_and_covertype_parse_exactly(tmp_path):
+    rng = np.random.default_rng(5)
+    shuttle = make_shuttle(tmp_path, rng)
+    ds = load_dataset("shuttle", tmp_path, download=False)
+    np.testing.assert_array_equal(ds.X, shuttle[:, :9])
+    np.testing.assert_array_equal(ds.y, shuttle[:, 9] - 1)
+    cov = make_covertype(tmp_path, rng)
+    ds = load_dataset("covertype", tmp_path, download=False)
+    np.testing.assert_array_equal(ds.X, cov[:, :54])
+    np.testing.assert_array_equal(ds.y, cov[:, 54] - 1)
+
+
+def test_malformed_table_row_is_named(tmp_path):
+    make_shuttle(tmp_path, np.random.default_rng(6))
+    path = tmp_path / "shuttle" / "shuttle.tst"
+    path.write_text(path.read_text() + "1 2 3\n")
+    with pytest.raises(DatasetFileError, match=r"shuttle\.tst"):
+        load_dataset("shuttle", tmp_path, download=False)
+
+
+def test_truncated_covertype_gzip_is_named(tmp_path):
+    make_covertype(tmp_path, np.random.default_rng(7))
+    path = tmp_path / "covertype" / "covtype.data.gz"
+    path.write_bytes(path.read_bytes()[:-30])
+    with pytest.raises(DatasetFileError, match=r"covtype\.data\.gz"):
+        load_dataset("covertype", tmp_path, download=False)
+
+
+# ---------------------------------------------------------------- location and download
+def test_data_directory_resolution(tmp_path, monkeypatch):
+    assert data_home(tmp_path / "a") == tmp_path / "a"
+    monkeypatch.setenv("DEEPBANDITS_DATA", str(tmp_path / "b"))
+    assert data_home() == tmp_path / "b"
+    assert data_home(tmp_path / "a") == tmp_path / "a"
+    monkeypatch.delenv("DEEPBANDITS_DATA")
+    assert data_home() == tmp_path / "xdg" / "deepbandits" / "data"
+
+
+def test_missing_file_offline_says_which_where_and_how(tmp_path):
+    with pytest.raises(FileNotFoundError) as err:
+        load_dataset("shuttle", tmp_path, download=False)
+    text = str(err.value)
+    assert "shuttle.trn" in text and str(tmp_path / "shuttle") in text
+    assert "DEEPBANDITS_DATA" in text and "UCI" in text
+
+
+def serve_shuttle(monkeypatch, tmp_path, *, right_checksum: bool):
+    """Point the shuttle sources at local file:// URLs (an offline stand-in for UCI)."""
+    rows = make_shuttle(tmp_path / "server", np.random.default_rng(8))
+    served = tmp_path / "server" / "shuttle"
+    digest = hashlib.sha256((served / "shuttle.tst").read_bytes()).hexdigest()
+    checksum = Checksum("sha256", digest if right_checksum else "0" * 64)
+    sources = {
+        "shuttle.trn": catalog.Source((served / "shuttle.trn").as_uri(), None),
+        "shuttle.tst": catalog.Source((served / "shuttle.tst").as_uri(), checksum),
+    }
+    spec = catalog.SPECS["shuttle"]
+    patched = catalog.Spec(**{**spec.__dict__, "sources": sources, "extra": {}})
+    monkeypatch.setitem(catalog.SPECS, "shuttle", patched)
+    return rows
+
+
+def test_download_checks_the_checksum(tmp_path, monkeypatch):
+    rows = serve_shuttle(monkeypatch, tmp_path, right_checksum=True)
+    ds = load_dataset("shuttle", tmp_path / "data")
+    np.testing.assert_array_equal(ds.y, rows[:, 9] - 1)
+    assert (tmp_path / "data" / "shuttle" / "shuttle.tst").is_file()
+    assert not list((tmp_path / "data" / "shuttle").glob("*.part"))
+
+
+def test_download_with_a_wrong_checksum_is_discarded(tmp_path, monkeypatch):
+    serve_shuttle(monkeypatch, tmp_path, right_checksum=False)
+    with pytest.raises(FileNotFoundError, match="not the published") as err:
+        load_dataset("shuttle", tmp_path / "data")
+    assert "download failed" in str(err.value)
+    assert not (tmp_path / "data" / "shuttle" / "shuttle.tst").exists()
+    assert not list((tmp_path / "data" / "shuttle").glob("*.part"))
+
+
+def test_fetch_reports_an_unreachable_url(tmp_path):
+    with pytest.raises(DownloadError, match="could not download"):
+        fetch((tmp_path / "nothing-here").as_uri(), tmp_path / "out", None)
+    assert not (tmp_path / "out").exists()
+
+
+def test_checksum_of_gzip_content_ignores_the_wrapper(tmp_path):
+    a, b = tmp_path / "a.gz", tmp_path / "b.gz"
+    a.write_bytes(gzip.compress(b"same content", compresslevel=1, mtime=0))
+    b.write_bytes(gzip.compress(b"same content", compresslevel=9, mtime=5))
+    digest = hashlib.sha256(b"same content").hexdigest()
+    assert Checksum("sha256", digest, of="gzip").matches(a)
+    assert Checksum("sha256", digest, of="gzip").matches(b)
+    assert not Checksum("sha256", digest).matches(a)
