@@ -140,3 +140,19 @@ def test_cli_compare_on_a_dataset(tmp_path, monkeypatch):
     assert config["env"]["params"]["dataset"] == "shuttle"
     assert config["env"]["params"]["horizon"] == 50
     assert (out / "summary.csv").read_text().count("\n") == 3
+
+
+@pytest.mark.parametrize("name", db.policies.distinct_policy_names())
+def test_every_policy_plays_the_same_arms_on_block_and_dense_contexts(name):
+    """K·D = 1200 >= 1024, so the networks take their block path; same seed, same arms."""
+    rng = np.random.default_rng(5)
+    X, y = rng.random((60, 300)), rng.integers(0, 4, 60)
+    params = {"seed": 0}
+    if name not in ("linucb", "sigma2-linucb", "kernel-ucb"):
+        params.update(train_start=0, train_every=10, warmup_every=0, train_steps=5)
+    arms = []
+    for encoding in ("block", "dense"):
+        env = db.make_env("classification", X=X, y=y, seed=0, encoding=encoding)
+        policy = db.make_policy(name, **params)
+        arms.append(db.run(policy, env, 25, seed=0).records["arm"].tolist())
+    assert arms[0] == arms[1]

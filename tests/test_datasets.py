@@ -154,7 +154,8 @@ def test_cifar_uses_the_batches_present_and_says_so(tmp_path):
         labels = rng.integers(0, 10, 5).tolist()
         write_cifar_batch(folder / name, data, labels)
         parts.append((data, labels))
-    ds = load_dataset("cifar10", tmp_path, download=False)
+    with pytest.warns(UserWarning, match="partial CIFAR-10"):
+        ds = load_dataset("cifar10", tmp_path, download=False)
     np.testing.assert_array_equal(ds.X, np.concatenate([p[0] for p in parts]))
     np.testing.assert_array_equal(ds.y, np.concatenate([p[1] for p in parts]))
     assert "data_batch_2" in ds.note and "test_batch" in ds.note and "10 images" in ds.note

@@ -15,6 +15,7 @@ import shutil
 import stat
 import tarfile
 import tempfile
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -337,14 +338,15 @@ def load_dataset(
     present = [folder / f for f in (*spec.required, *spec.optional) if (folder / f).is_file()]
     key = sources_digest(present)
     candidates = _cache_candidates(name, folder, key)
-    for path in candidates:
-        if path.is_file():
-            with np.load(path, allow_pickle=False) as npz:
-                return Dataset(
-                    name, npz["X"], npz["y"], tuple(str(p) for p in present), str(npz["note"])
-                )
-    X, y, note = spec.read(folder, present)
-    _write_cache(candidates, X, y, note)
+    cached = next((path for path in candidates if path.is_file()), None)
+    if cached is not None:
+        with np.load(cached, allow_pickle=False) as npz:
+            X, y, note = npz["X"], npz["y"], str(npz["note"])
+    else:
+        X, y, note = spec.read(folder, present)
+        _write_cache(candidates, X, y, note)
+    if note:
+        warnings.warn(f"{name}: {note}", stacklevel=2)
     return Dataset(name, X, y.astype(np.int64), tuple(str(p) for p in present), note)
 
 
