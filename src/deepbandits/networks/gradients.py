@@ -50,15 +50,25 @@ def backpropagate(net: MLP, pres: list[torch.Tensor], grad_out: torch.Tensor) ->
     return deltas
 
 
-def summed_gradients(deltas: list[torch.Tensor], acts: list[Any]) -> list[torch.Tensor]:
-    """Gradients of Σ_b ℓ_b with respect to each parameter, in ``MLP.parameters()`` order."""
+def summed_gradients(
+    deltas: list[torch.Tensor], acts: list[Any], out: list[torch.Tensor] | None = None
+) -> list[torch.Tensor]:
+    """Gradients of Σ_b ℓ_b with respect to each parameter, in ``MLP.parameters()`` order.
+
+    With ``out`` (one tensor shaped like each parameter) they are written there, so a training
+    loop allocates no gradient memory per step.
+    """
     grads: list[torch.Tensor] = []
-    for delta, a in zip(deltas, acts, strict=False):
+    for i, (delta, a) in enumerate(zip(deltas, acts, strict=False)):
+        w_out, b_out = (out[2 * i], out[2 * i + 1]) if out is not None else (None, None)
         if isinstance(a, BlockInput):
-            weight_grad = block_weight_gradient(delta, a)
+            weight_grad = block_weight_gradient(delta, a, w_out)
+        elif w_out is not None:
+            weight_grad = torch.matmul(delta.t(), a, out=w_out)
         else:
             weight_grad = delta.t() @ a
-        grads += [weight_grad, delta.sum(dim=0)]
+        bias_grad = delta.sum(dim=0) if b_out is None else torch.sum(delta, dim=0, out=b_out)
+        grads += [weight_grad, bias_grad]
     return grads
 
 

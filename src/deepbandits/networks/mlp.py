@@ -101,15 +101,22 @@ def add_outer_(target: torch.Tensor, delta: torch.Tensor, a: NetInput) -> None:
         T[:, k, :] += delta[rows].t() @ a.blocks[rows]
 
 
-def block_weight_gradient(delta: torch.Tensor, a: BlockInput) -> torch.Tensor:
-    """``Σ_b δ_b a_bᵀ`` ``[out, n_blocks·D]`` for a block-encoded ``a``, one block at a time."""
-    out, D = delta.shape[1], a.blocks.shape[1]
-    zero = delta.new_zeros(out, D)
-    parts = [
-        delta[rows].t() @ a.blocks[rows] if (rows := a.groups.get(k)) is not None else zero
-        for k in range(a.n_blocks)
-    ]
-    return torch.stack(parts, dim=1).reshape(out, a.n_blocks * D)
+def block_weight_gradient(
+    delta: torch.Tensor, a: BlockInput, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``Σ_b δ_b a_bᵀ`` ``[out, n_blocks·D]`` for a block-encoded ``a``, one block at a time
+    (written into ``out`` when given)."""
+    D = a.blocks.shape[1]
+    if out is None:
+        out = delta.new_empty(delta.shape[1], a.n_blocks * D)
+    G = out.view(out.shape[0], a.n_blocks, D)
+    for k in range(a.n_blocks):
+        rows = a.groups.get(k)
+        if rows is None:
+            G[:, k, :].zero_()
+        else:
+            G[:, k, :] = delta[rows].t() @ a.blocks[rows]
+    return out
 
 
 class MLP(nn.Module):

@@ -190,6 +190,7 @@ def train_feature_map(
     n = X.shape[0]
     batches = torch.randint(0, n, (steps, min(batch_size, n)), generator=generator).to(device)
     params = list(net.parameters())
+    buffers = [torch.empty_like(p) for p in params]
     group = optimizer.param_groups[0]
     manual_sgd = isinstance(optimizer, torch.optim.SGD) and group["momentum"] == 0
     lr, wd = group["lr"], group["weight_decay"]
@@ -204,7 +205,7 @@ def train_feature_map(
                 hb = heads[idx]
                 th, Ai = theta_t[hb], (A_inv_t[hb] if A_inv_t is not None else None)
             value, g = loss_and_grad(loss, acts[-1], th, r[idx], Ai)
-            grads = summed_gradients(backpropagate(net, pres, g), acts)
+            grads = summed_gradients(backpropagate(net, pres, g), acts, buffers)
             if max_grad_norm is not None:
                 clip_to_norm(grads, max_grad_norm)
             if manual_sgd:
