@@ -250,7 +250,7 @@ def serve_shuttle(monkeypatch, tmp_path, *, right_checksum: bool):
         "shuttle.tst": catalog.Source((served / "shuttle.tst").as_uri(), checksum),
     }
     spec = catalog.SPECS["shuttle"]
-    patched = catalog.Spec(**{**spec.__dict__, "sources": sources, "extra": {}})
+    patched = catalog.Spec(**{**spec.__dict__, "sources": sources})
     monkeypatch.setitem(catalog.SPECS, "shuttle", patched)
     return rows
 
@@ -286,3 +286,82 @@ def test_checksum_of_gzip_content_ignores_the_wrapper(tmp_path):
     assert Checksum("sha256", digest, of="gzip").matches(a)
     assert Checksum("sha256", digest, of="gzip").matches(b)
     assert not Checksum("sha256", digest).matches(a)
+
+
+def lzw_compress_literals(data: bytes) -> bytes:
+    """A valid Unix ``compress`` (.Z) stream that codes every byte as a 9-bit literal.
+
+    Each code adds one dictionary entry on the decoder's side, so fewer than 256 codes never
+    reach the 10-bit width; codes are packed least-significant bit first.
+    """
+    assert len(data) < 250
+    bits = sum(byte << (9 * i) for i, byte in enumerate(data))
+    n_bytes = (9 * len(data) + 7) // 8
+    return bytes([0x1F, 0x9D, 16]) + bits.to_bytes(n_bytes, "little")
+
+
+def test_shuttle_trn_is_downloaded_as_z_and_checked_after_decompression(tmp_path, monkeypatch):
+    text = b"1 2 3 4 5 6 7 8 9 1\n10 20 30 40 50 60 70 80 90 4\n"
+    z_file = tmp_path / "server" / "shuttle.trn.Z"
+    z_file.parent.mkdir()
+    z_file.write_bytes(lzw_compress_literals(text))
+    (tmp_path / "server" / "shuttle.tst").write_bytes(text)
+    digest = hashlib.sha256(text).hexdigest()
+
+    def serve(trn_digest):
+        sources = {
+            "shuttle.trn": catalog.Source(
+                z_file.as_uri(),
+                None,
+                catalog.SPECS["shuttle"].sources["shuttle.trn"].unpack,
+                "shuttle.trn.Z",
+                Checksum("sha256", trn_digest),
+            ),
+            "shuttle.tst": catalog.Source((tmp_path / "server" / "shuttle.tst").as_uri(), None),
+        }
+        spec = catalog.SPECS["shuttle"]
+        monkeypatch.setitem(
+            catalog.SPECS, "shuttle", catalog.Spec(**{**spec.__dict__, "sources": sources})
+        )
+
+    serve("f" * 64)
+    with pytest.raises(FileNotFoundError, match=r"unpacked to a shuttle\.trn"):
+        load_dataset("shuttle", tmp_path / "bad")
+    assert not (tmp_path / "bad" / "shuttle" / "shuttle.trn").exists()
+    serve(digest)
+    ds = load_dataset("shuttle", tmp_path / "good")
+    np.testing.assert_array_equal(ds.y, [0, 3, 0, 3])
+    assert (tmp_path / "good" / "shuttle" / "shuttle.trn").read_bytes() == text
+    assert not (tmp_path / "good" / "shuttle" / "shuttle.trn.Z").exists()
+
+
+def test_cifar_archive_extracts_only_the_known_batch_files(tmp_path, monkeypatch):
+    import io
+    import tarfile
+
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    write_cifar_batch(staging / "b1", np.full((3, 3072), 7, dtype=np.uint8), [1, 2, 3])
+    archive = tmp_path / "cifar-10-python.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(staging / "b1", arcname="cifar-10-batches-py/data_batch_1")
+        evil = tarfile.TarInfo("../evil.txt")
+        payload = b"should never be written"
+        evil.size = len(payload)
+        tar.addfile(evil, io.BytesIO(payload))
+    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+    source = catalog.Source(
+        archive.as_uri(), Checksum("md5", md5), catalog._extract_cifar, archive.name
+    )
+    spec = catalog.SPECS["cifar10"]
+    sources = dict.fromkeys(spec.sources, source)
+    monkeypatch.setitem(
+        catalog.SPECS, "cifar10", catalog.Spec(**{**spec.__dict__, "sources": sources})
+    )
+    with pytest.warns(UserWarning, match="missing data_batch_2"):
+        ds = load_dataset("cifar10", tmp_path / "data")
+    np.testing.assert_array_equal(ds.y, [1, 2, 3])
+    assert not (tmp_path / "data" / "evil.txt").exists() and not (tmp_path / "evil.txt").exists()
+    assert sorted(
+        p.name for p in (tmp_path / "data" / "cifar10").iterdir() if p.suffix != ".npz"
+    ) == ["data_batch_1"]

@@ -17,7 +17,7 @@ import tarfile
 import tempfile
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,8 @@ class Source:
     #: turns the downloaded file into the canonical file(s) in the folder (decompress, extract)
     unpack: Callable[[Path, Path], None] | None = None
     download_name: str | None = None
+    #: checksum of the canonical file after ``unpack`` (when the download itself has none)
+    unpacked_checksum: Checksum | None = None
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,6 @@ class Spec:
     sources: dict[str, Source]
     optional: tuple[str, ...] = ()
     how_to_get: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------ readers
@@ -196,9 +197,12 @@ SPECS: dict[str, Spec] = {
         {
             "shuttle.trn": Source(
                 _UCI + "statlog/shuttle/shuttle.trn.Z",
-                None,  # checked after decompression, below
+                None,
                 _unlzw_to("shuttle.trn"),
                 "shuttle.trn.Z",
+                Checksum(
+                    "sha256", "87b24ee9fb5137e1d417659cf905d84d0e15342bbaa60770f1ae83da1a38200a"
+                ),
             ),
             "shuttle.tst": Source(
                 _UCI + "statlog/shuttle/shuttle.tst",
@@ -209,13 +213,6 @@ SPECS: dict[str, Spec] = {
         },
         how_to_get="shuttle.trn (UCI ships it compressed as shuttle.trn.Z) and shuttle.tst of "
         "the UCI Statlog (Shuttle) dataset",
-        extra={
-            "after_unpack": {
-                "shuttle.trn": Checksum(
-                    "sha256", "87b24ee9fb5137e1d417659cf905d84d0e15342bbaa60770f1ae83da1a38200a"
-                )
-            }
-        },
     ),
     "covertype": Spec(
         "covertype",
@@ -286,11 +283,12 @@ def ensure_files(name: str, data_dir: str | os.PathLike[str] | None, download: b
             continue  # optional file (a CIFAR batch): use what is present
         if source.unpack is not None:
             source.unpack(target, folder)
-        check = spec.extra.get("after_unpack", {}).get(fname)
+        check = source.unpacked_checksum
         if check is not None and not check.matches(folder / fname):
             (folder / fname).unlink()
             raise FileNotFoundError(
-                f"{source.url} decompressed to a {fname} whose sha256 is not the published one"
+                f"{source.url} unpacked to a {fname} whose {check.algorithm} is not the "
+                "published one; the file was discarded"
             )
     return folder
 
