@@ -17,6 +17,7 @@ import argparse
 import os
 import tempfile
 import time
+import warnings
 
 import torch
 
@@ -48,6 +49,13 @@ def rounds_per_second(env: db.Environment, policy: db.Policy, T: int) -> float:
     return T / float((rec["time_select"] + rec["time_update"]).sum())
 
 
+def training_seconds(policy: db.Policy, steps: int) -> float:
+    """Seconds for ``steps`` minibatch steps on the history the policy has played."""
+    start = time.perf_counter()
+    policy.train_network(steps=steps)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -60,20 +68,30 @@ def main() -> None:
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, data {db.data_home()}\n")
     print("| dataset | samples × features | cold load (s) | cached load (s) |")
     print("|---|---|---|---|")
+    warnings.filterwarnings("ignore", message=".*partial CIFAR-10")  # said once, below
     for name in db.dataset_names():
         cold, cached, shape = load_times(name)
         print(f"| {name} | {shape[0]:,} × {shape[1]} | {cold:.2f} | {cached:.3f} |", flush=True)
+    note = load_dataset("cifar10", download=False).note
+    if note:
+        print(f"\ncifar10: {note}")
 
-    print(f"\nselect+update rounds/s (training excluded), {T} rounds")
+    steps = 100 if args.quick else 1000
+    print(f"\nselect+update rounds/s (training excluded), {T} rounds; then one training of")
+    print(f"{steps} minibatch steps on those rounds (s)")
     print("| dataset | K·D | policy | block | dense | block speed-up |")
     print("|---|---|---|---|---|---|")
     no_training = {"train_start": 10**9, "warmup_every": 0}
+    for encoding in ("block", "dense"):  # warm-up: torch's first calls are slow
+        env = db.make_env("mnist", seed=0, encoding=encoding, download=False)
+        rounds_per_second(env, db.make_policy("neural-sigma2-linucb", **no_training), 50)
     for name in db.dataset_names():
         for policy_name, params in (
             ("neural-sigma2-linucb", {"feature_dim": 64, **no_training}),
             ("linucb", {}),
         ):
-            rates = {}
+            rates: dict[str, float | None] = {}
+            train: dict[str, float] = {}
             for encoding in ("block", "dense"):
                 env = db.make_env(name, seed=0, encoding=encoding, download=False)
                 dim = env.n_features
@@ -84,6 +102,8 @@ def main() -> None:
                         continue
                 policy = db.make_policy(policy_name, **params)
                 rates[encoding] = rounds_per_second(env, policy, T)
+                if policy_name != "linucb":
+                    train[encoding] = training_seconds(policy, steps)
             block, dense = rates["block"], rates["dense"]
             dense_txt = f"{dense:,.0f}" if dense else f"skipped ({2 * 8 * dim**2 / 2**30:.0f} GiB)"
             speedup = f"{block / dense:.1f}×" if dense else "-"
@@ -91,6 +111,13 @@ def main() -> None:
                 f"| {name} | {dim:,} | {policy_name} | {block:,.0f} | {dense_txt} | {speedup} |",
                 flush=True,
             )
+            if train:
+                b, d = train["block"], train["dense"]
+                print(
+                    f"| {name} | {dim:,} | {policy_name}: training, {steps} steps (s) | {b:.2f} "
+                    f"| {d:.2f} | {d / b:.1f}× |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
