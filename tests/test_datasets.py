@@ -149,7 +149,7 @@ def test_cifar_uses_the_batches_present_and_says_so(tmp_path):
     folder = tmp_path / "cifar10"
     folder.mkdir()
     parts = []
-    for name in ("data_batch_1", "data_batch_3"):
+    for name in ("data_batch_2", "data_batch_3"):  # no batch 1: any subset is used
         data = rng.integers(0, 256, (5, 3072), dtype=np.uint8)
         labels = rng.integers(0, 10, 5).tolist()
         write_cifar_batch(folder / name, data, labels)
@@ -158,7 +158,9 @@ def test_cifar_uses_the_batches_present_and_says_so(tmp_path):
         ds = load_dataset("cifar10", tmp_path, download=False)
     np.testing.assert_array_equal(ds.X, np.concatenate([p[0] for p in parts]))
     np.testing.assert_array_equal(ds.y, np.concatenate([p[1] for p in parts]))
-    assert "data_batch_2" in ds.note and "test_batch" in ds.note and "10 images" in ds.note
+    assert "data_batch_1" in ds.note and "test_batch" in ds.note and "10 images" in ds.note
+    with pytest.raises(FileNotFoundError, match="any of data_batch_1"):
+        load_dataset("cifar10", tmp_path / "empty", download=False)
 
 
 class _Exploit:

@@ -75,6 +75,7 @@ class Spec:
     required: tuple[str, ...]
     read: Callable[[Path, list[Path]], tuple[NDArray[Any], NDArray[np.int64], str]]
     sources: dict[str, Source]
+    #: files of which any subset is used (CIFAR-10 batches); at least one must be present
     optional: tuple[str, ...] = ()
     how_to_get: str = ""
 
@@ -232,10 +233,10 @@ SPECS: dict[str, Spec] = {
     ),
     "cifar10": Spec(
         "cifar10",
-        ("data_batch_1",),
+        (),
         _read_cifar,
-        {name: _CIFAR_TAR for name in CIFAR_BATCHES},
-        optional=CIFAR_BATCHES[1:],
+        dict.fromkeys(CIFAR_BATCHES, _CIFAR_TAR),
+        optional=CIFAR_BATCHES,
         how_to_get="the CIFAR-10 python batches (cifar-10-python.tar.gz of "
         "www.cs.toronto.edu/~kriz/cifar.html, folder cifar-10-batches-py)",
     ),
@@ -261,8 +262,10 @@ def ensure_files(name: str, data_dir: str | os.PathLike[str] | None, download: b
     spec = SPECS[name]
     folder = data_home(data_dir) / spec.folder
     missing = [f for f in spec.required if not (folder / f).is_file()]
+    if spec.optional and not any((folder / f).is_file() for f in spec.optional):
+        missing.append(f"any of {', '.join(spec.optional)}")
     if not missing:
-        return folder  # optional files (CIFAR batches) are fetched only with the required ones
+        return folder  # optional files (CIFAR batches) are fetched only when none is present
     if not download:
         raise FileNotFoundError(_missing_message(spec, folder, missing, "download=False"))
     wanted = [f for f in (*spec.required, *spec.optional) if not (folder / f).is_file()]
@@ -276,7 +279,7 @@ def ensure_files(name: str, data_dir: str | os.PathLike[str] | None, download: b
         try:
             fetch(source.url, target, source.checksum)
         except DownloadError as exc:
-            if fname in missing:
+            if fname in spec.required or not any((folder / f).is_file() for f in spec.optional):
                 raise FileNotFoundError(
                     _missing_message(spec, folder, missing, f"download failed: {exc}")
                 ) from exc
