@@ -13,8 +13,8 @@ from deepbandits.networks.gradients import (
     output_gradients,
     summed_gradients,
 )
-from deepbandits.networks.mlp import MLP, as_input
-from deepbandits.networks.training import History
+from deepbandits.networks.mlp import MLP, BlockInput, BlockOuterSum, as_input
+from deepbandits.networks.training import History, make_optimizer, train_feature_map
 
 K, D = 4, 30
 
@@ -142,3 +142,56 @@ def test_kernel_ucb_receives_the_dense_matrix():
     X = block_encode(np.ones(D), K)
     policy.update(X, policy.select(X), 1.0)
     assert policy.X_.shape == (1, K * D)
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "weight_decay", "max_grad_norm"),
+    [("sgd", 0.0, 0.5), ("sgd", 0.0, None), ("sgd", 0.1, 0.5), ("adam", 0.0, 0.5)],
+)
+def test_training_on_blocks_equals_training_on_dense(optimizer, weight_decay, max_grad_norm):
+    """Sorted minibatches and the factored first-layer SGD step change only the rounding."""
+    rng = np.random.default_rng(3)
+    Dw, Kw = 600, 3  # K·D ≥ MIN_BLOCK_FEATURES, so the block path is taken
+    rows = BlockContexts(rng.standard_normal((40, Dw)), rng.integers(0, Kw, 40), Kw)
+    rewards = 20 * rng.standard_normal(40)  # large: clipping is active at 0.5
+    nets = []
+    for dense in (False, True):
+        hist = History(Kw * Dw)
+        for i in range(40):
+            row = BlockContexts(rows.blocks[i : i + 1], rows.slots[i : i + 1], Kw)
+            hist.append(row.dense()[0] if dense else row, float(rewards[i]), 1.0, 0)
+        X = as_input(hist.view()[0], torch.device("cpu"))
+        assert isinstance(X, torch.Tensor if dense else BlockInput)
+        net = MLP(Kw * Dw, 16, 2, 4, generator=torch.Generator().manual_seed(0))
+        train_feature_map(
+            net,
+            hist,
+            np.ones((1, 4)),
+            np.eye(4)[None],
+            loss="mse",
+            steps=5,
+            batch_size=16,
+            optimizer=make_optimizer(optimizer, net.parameters(), 1e-2, weight_decay),
+            generator=torch.Generator().manual_seed(1),
+            max_grad_norm=max_grad_norm,
+        )
+        nets.append(net)
+    start = MLP(Kw * Dw, 16, 2, 4, generator=torch.Generator().manual_seed(0))
+    params = zip(nets[0].parameters(), nets[1].parameters(), start.parameters(), strict=True)
+    for pb, pd, p0 in params:
+        assert not torch.equal(pb, p0)  # the step moved the weights
+        torch.testing.assert_close(pb, pd, rtol=1e-5, atol=1e-6)
+
+
+def test_factored_block_gradient_equals_the_dense_gradient():
+    rng = np.random.default_rng(4)
+    rows = random_rows(rng, 11)
+    x = BlockInput(torch.as_tensor(rows.blocks, dtype=torch.float32), rows.slots, K)
+    delta = torch.randn(11, 7, generator=torch.Generator().manual_seed(0))
+    factored = BlockOuterSum(delta, x)
+    dense = delta.t() @ x.dense()
+    torch.testing.assert_close(factored.dense(), dense)
+    torch.testing.assert_close(factored.squared_norm(), (dense * dense).sum())
+    target = torch.ones(7, K * D)
+    factored.add_to_(target, alpha=-0.5)
+    torch.testing.assert_close(target, 1 - 0.5 * dense)

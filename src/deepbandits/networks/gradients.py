@@ -15,6 +15,7 @@ import torch
 from deepbandits.networks.mlp import (
     MLP,
     BlockInput,
+    BlockOuterSum,
     NetInput,
     block_weight_gradient,
     input_linear,
@@ -50,18 +51,30 @@ def backpropagate(net: MLP, pres: list[torch.Tensor], grad_out: torch.Tensor) ->
     return deltas
 
 
+#: A parameter's gradient: a tensor, or a block-encoded layer's weight gradient kept as factors.
+Gradient = torch.Tensor | BlockOuterSum
+
+
 def summed_gradients(
-    deltas: list[torch.Tensor], acts: list[Any], out: list[torch.Tensor] | None = None
-) -> list[torch.Tensor]:
+    deltas: list[torch.Tensor],
+    acts: list[Any],
+    out: list[torch.Tensor] | None = None,
+    factored: bool = False,
+) -> list[Gradient]:
     """Gradients of Σ_b ℓ_b with respect to each parameter, in ``MLP.parameters()`` order.
 
     With ``out`` (one tensor shaped like each parameter) they are written there, so a training
-    loop allocates no gradient memory per step.
+    loop allocates no gradient memory per step. With ``factored``, the weight gradient of a
+    block-encoded input is returned as a :class:`~deepbandits.networks.mlp.BlockOuterSum`
+    instead of a dense matrix.
     """
-    grads: list[torch.Tensor] = []
+    grads: list[Gradient] = []
     for i, (delta, a) in enumerate(zip(deltas, acts, strict=False)):
         w_out, b_out = (out[2 * i], out[2 * i + 1]) if out is not None else (None, None)
-        if isinstance(a, BlockInput):
+        weight_grad: Gradient
+        if isinstance(a, BlockInput) and factored:
+            weight_grad = BlockOuterSum(delta, a)
+        elif isinstance(a, BlockInput):
             weight_grad = block_weight_gradient(delta, a, w_out)
         elif w_out is not None:
             weight_grad = torch.matmul(delta.t(), a, out=w_out)

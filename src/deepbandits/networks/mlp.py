@@ -48,8 +48,13 @@ class BlockInput:
         return out.reshape(n, self.n_blocks * D)
 
     @cached_property
-    def groups(self) -> dict[int, torch.Tensor]:
-        """``{block: rows}`` for each block that some row occupies."""
+    def groups(self) -> dict[int, slice | torch.Tensor]:
+        """``{block: rows}`` for each block that some row occupies: a slice when the rows are
+        sorted by block (no gather or scatter needed), else an index tensor."""
+        if np.all(self.slots[1:] >= self.slots[:-1]):
+            blocks, starts = np.unique(self.slots, return_index=True)
+            bounds = [*starts[1:], len(self.slots)]
+            return {int(k): slice(a, b) for k, a, b in zip(blocks, starts, bounds, strict=True)}
         order = np.argsort(self.slots, kind="stable")
         blocks, starts = np.unique(self.slots[order], return_index=True)
         bounds = [*starts[1:], len(order)]
@@ -58,6 +63,31 @@ class BlockInput:
             int(k): torch.as_tensor(order[a:b], device=device)
             for k, a, b in zip(blocks, starts, bounds, strict=True)
         }
+
+
+@dataclass(frozen=True)
+class BlockOuterSum:
+    """The weight gradient Σ_b δ_b a_bᵀ of a layer whose input ``a`` is block-encoded, kept as
+    its factors: its norm and an SGD step then cost O(B·(D + out)) per block instead of a pass
+    over the whole ``[out, n_blocks·D]`` matrix."""
+
+    delta: torch.Tensor
+    a: BlockInput
+
+    def squared_norm(self) -> torch.Tensor:
+        """‖Σ_b δ_b a_bᵀ‖²_F = Σ_k Σ_{b,c ∈ block k} (δ_b·δ_c)(a_b·a_c): Gram matrices only."""
+        total = self.delta.new_zeros(())
+        for rows in self.a.groups.values():
+            d, x = self.delta[rows], self.a.blocks[rows]
+            total += ((d @ d.t()) * (x @ x.t())).sum()
+        return total
+
+    def add_to_(self, target: torch.Tensor, alpha: float = 1.0) -> None:
+        """In place, ``target += alpha · Σ_b δ_b a_bᵀ``."""
+        add_outer_(target, self.delta, self.a, alpha)
+
+    def dense(self, out: torch.Tensor | None = None) -> torch.Tensor:
+        return block_weight_gradient(self.delta, self.a, out)
 
 
 NetInput = torch.Tensor | BlockInput
@@ -91,14 +121,15 @@ def block_linear(x: BlockInput, weight: torch.Tensor, bias: torch.Tensor | None)
     return out if bias is None else out + bias
 
 
-def add_outer_(target: torch.Tensor, delta: torch.Tensor, a: NetInput) -> None:
-    """In place, ``target += Σ_b δ_b a_bᵀ`` (``[out, in]``), touching only occupied blocks."""
+def add_outer_(target: torch.Tensor, delta: torch.Tensor, a: NetInput, alpha: float = 1.0) -> None:
+    """In place, ``target += alpha · Σ_b δ_b a_bᵀ`` (``[out, in]``), touching only occupied
+    blocks."""
     if isinstance(a, torch.Tensor):
-        target += delta.t() @ a
+        target.add_(delta.t() @ a, alpha=alpha)
         return
     T = target.view(target.shape[0], a.n_blocks, a.blocks.shape[1])
     for k, rows in a.groups.items():
-        T[:, k, :] += delta[rows].t() @ a.blocks[rows]
+        T[:, k, :].addmm_(delta[rows].t(), a.blocks[rows], alpha=alpha)
 
 
 def block_weight_gradient(
