@@ -1,4 +1,5 @@
-"""Command line: ``deepbandits run | compare | demo | list``. Every command has ``--help``."""
+"""Command line: ``deepbandits run | compare | demo | report | reproduce | list``. Every command
+has ``--help``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 from deepbandits.envs import env_names
 from deepbandits.experiments.compare import compare, format_table
+from deepbandits.experiments.paper import EXPERIMENTS, experiment_names, reproduce
+from deepbandits.experiments.report import build_report
 from deepbandits.experiments.specs import parse_seeds, split_specs
 from deepbandits.policies import CONFIGURATIONS, distinct_policy_names, policy_names
 
@@ -33,6 +36,18 @@ def _common(
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+def _checkpoints(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--checkpoints",
+        default="",
+        help="rounds at which to score the policy's forecasts on a hold-out set (Eq. calib2), "
+        "e.g. 0,2000,5000,7500 (default: none)",
+    )
+    p.add_argument(
+        "--holdout", type=int, default=500, help="hold-out rounds per checkpoint (default: 500)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="deepbandits",
@@ -52,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--policy", required=True, help=f"policy, {SPEC_HELP}; names: {', '.join(policy_names())}"
     )
     _common(p_run, T=10000, seeds="0")
+    _checkpoints(p_run)
 
     p_cmp = sub.add_parser(
         "compare",
@@ -73,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _common(p_cmp, T=10000, seeds="0-4")
+    _checkpoints(p_cmp)
 
     p_demo = sub.add_parser(
         "demo",
@@ -80,6 +97,32 @@ def build_parser() -> argparse.ArgumentParser:
         description=f"Compare {', '.join(DEMO_POLICIES)} on h1 (3 seeds).",
     )
     _common(p_demo, T=10000, seeds="0-2", out="results/demo")
+
+    p_rep = sub.add_parser(
+        "report",
+        help="tables and figures of a results folder",
+        description=(
+            "Turn every comparison under RESULTS into tables (final regret, cumulative reward, "
+            "calibration, sharpness, wall time: mean ± std over seeds) and figures, written as "
+            "OUT/index.html and OUT/README.md."
+        ),
+    )
+    p_rep.add_argument("results", type=Path, help="folder written by run/compare/reproduce")
+    p_rep.add_argument("--out", type=Path, default=Path("report"), help="default: report")
+
+    p_rep2 = sub.add_parser(
+        "reproduce",
+        help="run one of the paper's experiments and report it",
+        description="Run a named experiment of the paper (resumable) and write its report to "
+        "OUT/report. Experiments: "
+        + "; ".join(f"{k}: {v.description}" for k, v in EXPERIMENTS.items()),
+    )
+    p_rep2.add_argument("experiment", help=f"one of: {', '.join(experiment_names())}")
+    p_rep2.add_argument("--out", type=Path, default=None, help="default: results/EXPERIMENT")
+    p_rep2.add_argument("--seeds", default=None, help="override the paper's seeds, e.g. 0-1")
+    p_rep2.add_argument("--T", type=int, default=None, help="override the paper's horizon")
+    p_rep2.add_argument("--jobs", type=int, default=1, help="runs in parallel processes")
+    p_rep2.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
     sub.add_parser(
         "list",
@@ -98,7 +141,29 @@ def main(argv: list[str] | None = None) -> int:
             keys = ",".join(f"{k}={v}" for k, v in settings.items())
             print(f"  {name} = {base}:{keys}")
         print("environments:", ", ".join(env_names()))
+        print("paper experiments:", ", ".join(experiment_names()))
         return 0
+    try:
+        if args.command == "report":
+            page, md = build_report(args.results, args.out)
+            print(f"report: {page}\n        {md}")
+            return 0
+        if args.command == "reproduce":
+            out = args.out or Path("results") / args.experiment
+            summary, page, md = reproduce(
+                args.experiment,
+                out,
+                seeds=None if args.seeds is None else parse_seeds(args.seeds),
+                T=args.T,
+                jobs=args.jobs,
+                progress=not args.no_progress,
+            )
+            print(format_table(summary))
+            print(f"\nruns:   {out}/<policy>/seed_<s>.csv\nreport: {page}\n        {md}")
+            return 0
+    except ValueError as exc:
+        print(f"deepbandits: error: {exc}", file=sys.stderr)
+        return 2
     if args.command == "run":
         policies = [args.policy]
     elif args.command == "demo":
@@ -117,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             args.out,
             jobs=args.jobs,
             progress=not args.no_progress,
+            checkpoints=parse_checkpoints(getattr(args, "checkpoints", "")),
+            holdout_size=getattr(args, "holdout", 500),
         )
     except ValueError as exc:
         print(f"deepbandits: error: {exc}", file=sys.stderr)
@@ -125,7 +192,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nper-run records: {args.out}/<policy>/seed_<s>.csv (+ .json configuration)")
     print(f"table: {args.out / 'summary.csv'}")
     print(f"plot:  {args.out / 'regret.png'}")
+    print(f"report: deepbandits report {args.out} --out {args.out / 'report'}")
     return 0
+
+
+def parse_checkpoints(text: str) -> list[int]:
+    """``"0,2000,5000"`` → [0, 2000, 5000]; empty → []."""
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--checkpoints must be comma-separated integers, got {text!r}") from None
 
 
 if __name__ == "__main__":

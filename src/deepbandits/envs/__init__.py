@@ -9,7 +9,7 @@ from typing import Any
 
 from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.datasets import dataset_names
-from deepbandits.envs.base import Environment, Round
+from deepbandits.envs.base import Environment, Holdout, Round
 from deepbandits.envs.classification import ClassificationEnv
 from deepbandits.envs.synthetic import REWARD_FUNCTIONS, SyntheticEnv
 
@@ -49,6 +49,7 @@ __all__ = [
     "ENVS",
     "ClassificationEnv",
     "Environment",
+    "Holdout",
     "Round",
     "SyntheticEnv",
     "env_names",

@@ -34,6 +34,20 @@ class Round:
     reward_range: tuple[float, float]
 
 
+@dataclass(frozen=True)
+class Holdout:
+    """A held-out set of n rounds on which a policy's forecasts are scored at checkpoints
+    (Eq. calib2): round i offers ``contexts[i]`` (one row per arm), with ``expected_rewards[i]``
+    and one realised reward per arm in ``rewards[i]`` (both ``[n, K]``)."""
+
+    contexts: list[Contexts]
+    expected_rewards: NDArray[np.float64]
+    rewards: NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return len(self.contexts)
+
+
 class Environment(ABC):
     """A contextual bandit environment: :meth:`next_round`, then :meth:`reward` of an arm."""
 
@@ -52,6 +66,16 @@ class Environment(ABC):
     @abstractmethod
     def get_params(self) -> dict[str, object]:
         """Constructor parameters (for the run's configuration file)."""
+
+    def holdout(self, n: int) -> Holdout:
+        """``n`` rounds drawn apart from the run's own (its trajectory is unchanged), for the
+        hold-out calibration cal₂ of Eq. calib2. Environments without one raise."""
+        raise NotImplementedError(f"{type(self).__name__} has no hold-out set")
+
+    def variance_bound(self) -> float | None:
+        """R², an upper bound on every round's noise variance Var(rₜ), when the environment
+        knows one (the R² line of Fig. calib (b)); None otherwise."""
+        return None
 
     @property
     def policy_defaults(self) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from deepbandits._validation import check_arm, check_choice, check_int
 from deepbandits.datasets import load_dataset
 from deepbandits.encoding import block_encode
-from deepbandits.envs.base import Environment, Round
+from deepbandits.envs.base import Environment, Holdout, Round
 
 ENCODINGS = ("block", "dense")
 
@@ -164,6 +164,24 @@ class ClassificationEnv(Environment):
             if norm > 0:
                 x /= norm
         return x
+
+    def variance_bound(self) -> float:
+        """Rewards are deterministic given the sample: Var(rₜ) = 0."""
+        return 0.0
+
+    def holdout(self, n: int) -> Holdout:
+        """The last ``n`` samples of the seed's first shuffled pass: never played in a run of
+        T ≤ N − n rounds. Rewards as in round 1 (range [0, 1])."""
+        n = check_int(n, "n", minimum=1)
+        order = np.random.default_rng(self.seed).permutation(len(self.X))
+        if n >= len(order):
+            raise ValueError(f"a hold-out set of {n} needs more than the {len(order)} samples")
+        contexts, expected = [], np.zeros((n, self.n_arms))
+        for row, i in enumerate(order[-n:]):
+            X = block_encode(self.sample(int(i)), self.n_arms)
+            contexts.append(X if self.encoding == "block" else X.dense())
+            expected[row, self.labels[i]] = 1.0
+        return Holdout(contexts, expected, expected.copy())
 
     def next_round(self) -> Round:
         n = len(self.X)

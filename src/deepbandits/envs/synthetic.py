@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits._validation import check_arm, check_choice, check_int, check_positive
-from deepbandits.envs.base import Environment, Round
+from deepbandits.envs.base import Environment, Holdout, Round
 
 REWARD_FUNCTIONS = ("h1", "h2", "h3", "linear")
 NOISES = ("uniform", "rising", "falling", "fixed")
@@ -157,19 +157,40 @@ class SyntheticEnv(Environment):
         ]
         return self.truncate * s_max
 
+    def variance_bound(self) -> float:
+        """R² = s_max², the largest variance of the noise schedule (1 for ``uniform``)."""
+        return (self.noise_bound() / self.truncate) ** 2
+
+    def _draw_noise(
+        self, rng: np.random.Generator, t: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Variance vₜ and truncated noise ξₜ ~ N(0, vₜ) of rounds ``t`` (0-based)."""
+        u = rng.random(t.shape)
+        z = rng.standard_normal(t.shape)
+        std = self.noise_std_at(t)
+        var = u if std is None else std**2
+        bound = self.noise_bound()
+        return var, np.clip(np.sqrt(var) * z, -bound, bound)
+
+    def holdout(self, n: int) -> Holdout:
+        """``n`` rounds from a stream of their own (the run's rounds are not touched): contexts
+        and θ as in the run, an independent noise draw per arm, at a round drawn uniformly from
+        the horizon for the ``rising``/``falling`` schedules."""
+        n = check_int(n, "n", minimum=1)
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(3)[2])
+        contexts = unit_sphere(rng, (n, self.n_arms, self.d))
+        expected = self.expected_reward(contexts)
+        t = np.repeat(rng.integers(0, self.horizon, n)[:, None], self.n_arms, axis=1)
+        _, noise = self._draw_noise(rng, t)
+        return Holdout(list(contexts), expected, expected + noise)
+
     def _fill_block(self) -> None:
         n = _BLOCK
         t = np.arange(self._block_start, self._block_start + n)
         contexts = unit_sphere(self._rng, (n, self.n_arms, self.d))
-        u = self._rng.random(n)
-        z = self._rng.standard_normal(n)
-        std = self.noise_std_at(t)
-        var = u if std is None else std**2
-        bound = self.noise_bound()
         self._contexts = contexts
         self._expected = self.expected_reward(contexts)
-        self._var = var
-        self._noise = np.clip(np.sqrt(var) * z, -bound, bound)
+        self._var, self._noise = self._draw_noise(self._rng, t)
 
     # ------------------------------------------------------------------ interface
     def next_round(self) -> Round:

@@ -4,8 +4,9 @@ Layout of an output folder::
 
     out/<policy label>/seed_<s>.csv   per-round record (columns: deepbandits.experiments.COLUMNS)
     out/<policy label>/seed_<s>.json  exact configuration of that run
+    out/<policy label>/seed_<s>.holdout.csv  hold-out forecasts at checkpoints (with checkpoints)
     out/summary.csv                   final regret mean ± std over seeds, wall time, per policy
-    out/regret.png                    cumulative regret, mean ± std band per policy
+    out/regret.png, out/regret.svg    cumulative regret, mean ± std band per policy
 
 Each run is written as soon as it finishes and skipped when its files already exist, so an
 interrupted comparison loses nothing and resumes where it stopped.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import re
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +27,9 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from deepbandits.envs import Environment, make_env
-from deepbandits.experiments.runner import RunResult, give_horizon, run
+from deepbandits.experiments.runner import RunResult, check_checkpoints, give_horizon, run
 from deepbandits.experiments.specs import parse_spec
+from deepbandits.plotting import regret_curves
 from deepbandits.policies import Policy, make_policy
 
 
@@ -37,6 +40,8 @@ class Job:
     seed: int
     T: int
     stem: Path
+    checkpoints: tuple[int, ...] = ()
+    holdout_size: int = 500
 
 
 def label_of(spec: str) -> str:
@@ -78,7 +83,15 @@ def run_job(job: Job, progress: bool = False) -> Path:
     env = make_env(env_name, **env_params)
     policy = build_policy(job.policy_spec, env)
     with threadpool_limits(limits=1):
-        result = run(policy, env, job.T, seed=job.seed, progress=progress)
+        result = run(
+            policy,
+            env,
+            job.T,
+            seed=job.seed,
+            progress=progress,
+            checkpoints=job.checkpoints,
+            holdout_size=job.holdout_size,
+        )
     result.config["policy"]["spec"] = job.policy_spec
     result.config["env"]["spec"] = job.env_spec
     return result.save(job.stem)[0]
@@ -93,16 +106,23 @@ def compare(
     *,
     jobs: int = 1,
     progress: bool = True,
+    checkpoints: Sequence[int] = (),
+    holdout_size: int = 500,
 ) -> pd.DataFrame:
-    """Run every policy on every seed (skipping finished runs) and summarise; see module doc."""
+    """Run every policy on every seed (skipping finished runs) and summarise; see module doc.
+
+    ``checkpoints`` and ``holdout_size`` are passed to :func:`~deepbandits.experiments.run`
+    (hold-out forecasts for Eq. calib2).
+    """
     out = Path(out)
     check_specs(policy_specs, env_spec, T)
+    points = tuple(check_checkpoints(checkpoints, T))
     todo = []
     for spec in policy_specs:
         for seed in seeds:
             stem = out / label_of(spec) / f"seed_{seed}"
             if not (stem.with_suffix(".csv").exists() and stem.with_suffix(".json").exists()):
-                todo.append(Job(spec, env_spec, seed, T, stem))
+                todo.append(Job(spec, env_spec, seed, T, stem, points, holdout_size))
     bar = tqdm(total=len(todo), desc="runs", disable=not progress or not todo)
     if jobs > 1 and len(todo) > 1:
         ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
@@ -159,26 +179,10 @@ def format_table(summary: pd.DataFrame) -> str:
 
 
 def plot_regret(results: dict[str, list[RunResult]], path: Path, title: str = "") -> Path:
-    """Cumulative regret against rounds, mean ± one std band over seeds, one line per policy."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    styles = ["-", "--", "-.", ":"]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, (spec, runs) in enumerate(results.items()):
-        curves = np.stack([r.records["cum_regret"].to_numpy() for r in runs])
-        t = runs[0].records["t"].to_numpy()
-        mean, std = curves.mean(0), curves.std(0)
-        (line,) = ax.plot(t, mean, styles[i % len(styles)], label=spec, lw=1.8)
-        ax.fill_between(t, mean - std, mean + std, color=line.get_color(), alpha=0.2, lw=0)
-    ax.set_xlabel("round t")
-    ax.set_ylabel("cumulative pseudo-regret")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    """Cumulative regret against rounds, mean ± one std band over seeds, one line per policy
+    (``path`` and the same name with ``.svg``)."""
+    curves = {
+        spec: (runs[0].records["t"], [r.records["cum_regret"] for r in runs])
+        for spec, runs in results.items()
+    }
+    return regret_curves(curves, Path(path).with_suffix(""), title=title)[0]

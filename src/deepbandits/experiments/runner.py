@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import platform
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from tqdm.auto import tqdm
 
 from deepbandits._validation import check_int
 from deepbandits._version import __version__
-from deepbandits.envs.base import Environment
+from deepbandits.envs.base import Environment, Holdout
 from deepbandits.policies.base import Policy
 
 #: Columns of a run's record, one row per round.
@@ -44,12 +45,27 @@ COLUMNS: dict[str, str] = {
 }
 
 
+#: Columns of a run's hold-out forecasts (``<stem>.holdout.csv``), one row per checkpoint,
+#: hold-out round and arm.
+HOLDOUT_COLUMNS: dict[str, str] = {
+    "checkpoint": "rounds played when the forecasts were made (0: before the first round)",
+    "index": "hold-out round i",
+    "arm": "arm a",
+    "mean": "the policy's predicted mean for (x_i, a)",
+    "width": "its exploration width (forecast standard deviation) for (x_i, a)",
+    "reward": "realised hold-out reward r_{i,a}",
+    "expected_reward": "h(x_{i,a})",
+}
+
+
 @dataclass
 class RunResult:
-    """A finished run: the per-round ``records`` and the ``config`` that produced them."""
+    """A finished run: the per-round ``records``, the ``config`` that produced them and, when
+    the run had checkpoints, the ``holdout`` forecasts (:data:`HOLDOUT_COLUMNS`)."""
 
     records: pd.DataFrame
     config: dict[str, Any] = field(default_factory=dict)
+    holdout: pd.DataFrame | None = None
 
     @property
     def final_regret(self) -> float:
@@ -61,6 +77,8 @@ class RunResult:
         stem.parent.mkdir(parents=True, exist_ok=True)
         csv_path, json_path = stem.with_suffix(".csv"), stem.with_suffix(".json")
         tmp = csv_path.with_suffix(".csv.tmp")
+        if self.holdout is not None:
+            self.holdout.to_csv(holdout_path(stem), index=False)
         self.records.to_csv(tmp, index=False)
         tmp.replace(csv_path)
         json_path.write_text(json.dumps(self.config, indent=2, default=str))
@@ -71,7 +89,36 @@ class RunResult:
         stem = Path(stem)
         records = pd.read_csv(stem.with_suffix(".csv"))
         config = json.loads(stem.with_suffix(".json").read_text())
-        return cls(records, config)
+        path = holdout_path(stem)
+        return cls(records, config, pd.read_csv(path) if path.exists() else None)
+
+
+def holdout_path(stem: Path) -> Path:
+    return stem.with_name(stem.name + ".holdout.csv")
+
+
+def holdout_forecasts(policy: Policy, holdout: Holdout, t: int) -> pd.DataFrame:
+    """The policy's mean and width for every arm of every hold-out round (no state changes)."""
+    n, K = holdout.expected_rewards.shape
+    pred = [policy.predict(X) for X in holdout.contexts]
+    return pd.DataFrame(
+        {
+            "checkpoint": np.full(n * K, t, dtype=np.int64),
+            "index": np.repeat(np.arange(n), K),
+            "arm": np.tile(np.arange(K), n),
+            "mean": np.concatenate([m for m, _ in pred]),
+            "width": np.concatenate([w for _, w in pred]),
+            "reward": holdout.rewards.ravel(),
+            "expected_reward": holdout.expected_rewards.ravel(),
+        }
+    )
+
+
+def check_checkpoints(checkpoints: Sequence[int], T: int) -> list[int]:
+    points = sorted({check_int(c, "checkpoint", minimum=0) for c in checkpoints})
+    if points and points[-1] > T:
+        raise ValueError(f"checkpoint {points[-1]} is after the last round T={T}")
+    return points
 
 
 def give_horizon(policy: Policy, T: int) -> None:
@@ -91,6 +138,8 @@ def run(
     seed: int | None = None,
     *,
     progress: bool = False,
+    checkpoints: Sequence[int] = (),
+    holdout_size: int = 500,
 ) -> RunResult:
     """Play ``T`` rounds of ``policy`` on ``env`` and record each (see :data:`COLUMNS`).
 
@@ -98,12 +147,20 @@ def run(
     seed fixes the whole trajectory. A policy with an unset ``horizon`` gets ``horizon=T``
     (:func:`give_horizon`). The environment's oracle σ²ₜ is passed to ``update`` each
     round, and so is its declared reward range unless the policy was given one.
+
+    With ``checkpoints`` (numbers of rounds played, e.g. the paper's 0, 2000, 5000, 7500), the
+    policy's forecasts on ``env.holdout(holdout_size)`` are recorded at each of them
+    (:data:`HOLDOUT_COLUMNS`), for the hold-out calibration of Eq. calib2. Predicting changes no
+    state, so the trajectory is the same with or without checkpoints.
     """
     T = check_int(T, "T", minimum=1)
+    points = check_checkpoints(checkpoints, T)
     give_horizon(policy, T)
     if seed is not None:
         env.reset(seed)
         policy.reset(seed)
+    holdout = env.holdout(holdout_size) if points else None
+    forecasts: list[pd.DataFrame] = []
     pass_range = policy.get_params().get("reward_range") is None
     out = {name: np.empty(T) for name in COLUMNS}
     out["arm"] = np.empty(T, dtype=np.int64)
@@ -115,6 +172,8 @@ def run(
     # 2 cores), so numpy's BLAS runs single-threaded during the run.
     with threadpool_limits(limits=1, user_api="blas"):
         for i in tqdm(range(T), disable=not progress, desc=type(policy).__name__, leave=False):
+            if holdout is not None and i in points:
+                forecasts.append(holdout_forecasts(policy, holdout, i))
             rnd = env.next_round()
             t0 = time.perf_counter()
             arm = policy.select(rnd.contexts)
@@ -149,14 +208,22 @@ def run(
             out["time_select"][i] = t1 - t0
             out["time_update"][i] = t3 - t2 - train
             out["time_train"][i] = train
+        if holdout is not None and T in points:
+            forecasts.append(holdout_forecasts(policy, holdout, T))
     records = pd.DataFrame(out)
     records["t"] = records["t"].astype(np.int64)
     config = {
         "library": "deepbandits",
         "version": __version__,
         "policy": {"class": type(policy).__name__, "params": policy.get_params()},
-        "env": {"class": type(env).__name__, "params": env.get_params()},
+        "env": {
+            "class": type(env).__name__,
+            "params": env.get_params(),
+            "variance_bound": env.variance_bound(),
+        },
         "T": T,
+        "checkpoints": points,
+        "holdout_size": holdout_size if points else None,
         "seed": seed,
         "started": started,
         "wall_seconds": time.perf_counter() - wall,
@@ -166,4 +233,6 @@ def run(
         "torch": torch.__version__,
         "columns": COLUMNS,
     }
-    return RunResult(records, config)
+    return RunResult(
+        records, config, pd.concat(forecasts, ignore_index=True) if forecasts else None
+    )

@@ -1,4 +1,5 @@
-"""Uncertainty-quality metrics (Appendix B.3) and comparisons over seeds, as pure functions."""
+"""Uncertainty-quality metrics (Appendix B.3), per-run diagnostics and comparisons over seeds,
+as pure functions."""
 
 from deepbandits.metrics.calibration import (
     DEFAULT_LEVELS,
@@ -8,15 +9,28 @@ from deepbandits.metrics.calibration import (
     reliability_table,
     sharpness,
 )
-from deepbandits.metrics.comparison import PairedDifference, paired_difference
+from deepbandits.metrics.comparison import PairedDifference, mean_std, paired_difference
+from deepbandits.metrics.diagnostics import (
+    holdout_calibration,
+    mean_estimation_error,
+    reliability_curve,
+    run_metrics,
+    variance_estimation_error,
+)
 
 __all__ = [
     "DEFAULT_LEVELS",
     "PairedDifference",
     "calibration_error",
     "gaussian_pit",
+    "holdout_calibration",
+    "mean_estimation_error",
+    "mean_std",
     "observed_frequencies",
     "paired_difference",
+    "reliability_curve",
     "reliability_table",
+    "run_metrics",
     "sharpness",
+    "variance_estimation_error",
 ]

@@ -49,3 +49,11 @@ def paired_difference(a: ArrayLike, b: ArrayLike, confidence: float = 0.95) -> P
     se = float(d.std(ddof=1) / np.sqrt(n))
     half = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * se
     return PairedDifference(mean, se, mean - half, mean + half, n, confidence)
+
+
+def mean_std(values: ArrayLike) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1; 0 for a single value) over seeds."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0:
+        raise ValueError("no values to summarise")
+    return float(x.mean()), float(x.std(ddof=1)) if x.size > 1 else 0.0

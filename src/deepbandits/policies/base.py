@@ -150,9 +150,19 @@ class Policy(ABC):
         return int(best[0] if len(best) == 1 else self._rng.choice(best))
 
     def predict(self, contexts: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``."""
+        """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``.
+
+        The width is the posterior standard deviation of the mean that the policy's UCB index
+        multiplies by α (‖φ‖_{A⁻¹} for the ridge policies, ‖g/√m‖_{Z⁻¹} for NeuralUCB/TS, the
+        ensemble's spread for BootstrappedNN). Predicting changes no state: it draws no random
+        numbers and leaves :attr:`last_selection_` as it was.
+        """
         X = self._check(contexts)
-        return self._predict(X)
+        kept = self.last_selection_
+        try:
+            return self._predict(X)
+        finally:
+            self.last_selection_ = kept
 
     def update(
         self,

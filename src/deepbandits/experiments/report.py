@@ -1,0 +1,574 @@
+"""A report from a results folder: ``deepbandits report results/ --out report/``.
+
+Every folder under ``results/`` that holds runs (``<policy>/seed_<s>.csv`` + ``.json``, as
+:func:`~deepbandits.experiments.compare` writes them) is one comparison. For each, the report
+has a table per policy (mean ± std over seeds of the final regret, cumulative reward,
+calibration error cal₁ of Eq. calib, sharpness of Eq. sharpness, hold-out calibration cal₂ of
+Eq. calib2 at the last checkpoint, wall time), a paired comparison of every policy with the
+lowest-regret one, the figures that its results allow, and the configuration of its runs.
+``report/index.html`` and ``report/README.md`` hold the same content; figures (PNG + SVG) and the
+tables as CSV lie in one folder per comparison.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from deepbandits.experiments.runner import RunResult
+from deepbandits.metrics import (
+    DEFAULT_LEVELS,
+    holdout_calibration,
+    mean_estimation_error,
+    mean_std,
+    paired_difference,
+    reliability_curve,
+    run_metrics,
+    variance_estimation_error,
+)
+from deepbandits.plotting import (
+    estimation_error_curves,
+    holdout_reliability_diagrams,
+    latency_bars,
+    regret_curves,
+    reliability_diagram,
+    variance_traces,
+)
+
+#: A comparison folder may hold this file (written by ``deepbandits reproduce``): the paper's
+#: values to print beside the measured ones.
+REFERENCE_FILE = "paper_reference.json"
+
+#: Summary columns: (key in :func:`~deepbandits.metrics.run_metrics` and the per-run table,
+#: heading).
+METRICS: tuple[tuple[str, str], ...] = (
+    ("final_regret", "final regret ↓"),
+    ("cumulative_reward", "cumulative reward ↑"),
+    ("calibration_error", "cal₁ ↓"),
+    ("sharpness", "sharpness ↓"),
+    ("holdout_cal2", "cal₂, last checkpoint ↓"),
+    ("wall_seconds", "wall time (s)"),
+)
+
+
+@dataclass
+class Comparison:
+    """The runs of one results folder: ``{policy label: runs in seed order}``."""
+
+    name: str
+    folder: Path
+    runs: dict[str, list[RunResult]]
+    reference: dict[str, Any] | None = None
+
+
+def find_comparisons(root: str | Path) -> list[Path]:
+    """Folders under ``root`` (``root`` included) whose sub-folders hold runs."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"results folder {root} does not exist")
+    return sorted({p.parent.parent for p in root.rglob("seed_*.json")})
+
+
+def load_comparison(folder: Path, name: str) -> Comparison:
+    """The runs under ``folder``, labelled by the policy spec they were run with."""
+    runs: dict[str, list[RunResult]] = {}
+    for policy_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+        stems = [p.with_suffix("") for p in policy_dir.glob("seed_*.json")]
+        stems = [s for s in stems if s.with_suffix(".csv").exists()]
+        if not stems:
+            continue
+        loaded = sorted((RunResult.load(s) for s in stems), key=lambda r: r.config.get("seed", 0))
+        label = loaded[0].config.get("policy", {}).get("spec", policy_dir.name)
+        runs[label] = loaded
+    ref_path = folder / REFERENCE_FILE
+    reference = json.loads(ref_path.read_text()) if ref_path.exists() else None
+    return Comparison(name, folder, runs, reference)
+
+
+def seconds_per_100(records: pd.DataFrame, columns: Iterable[str]) -> float:
+    return float(sum(records[c].sum() for c in columns) / len(records) * 100)
+
+
+def run_table(comp: Comparison, levels: ArrayLike | None = None) -> pd.DataFrame:
+    """One row per run: :func:`~deepbandits.metrics.run_metrics`, cal₂ at the last checkpoint,
+    wall time and seconds per 100 rounds of selection and of update + training."""
+    rows = []
+    for label, runs in comp.runs.items():
+        for r in runs:
+            row: dict[str, Any] = {
+                "policy": label,
+                "seed": r.config.get("seed"),
+                "T": len(r.records),
+            }
+            row.update(run_metrics(r.records, levels))
+            row["holdout_cal2"] = np.nan
+            if r.holdout is not None and len(r.holdout):
+                cal = holdout_calibration(r.holdout, levels)
+                last = cal[(cal["arm"] == "all")].iloc[-1]
+                row["holdout_cal2"] = float(last["cal2"])
+            row["wall_seconds"] = float(r.config.get("wall_seconds", np.nan))
+            row["select_s_per_100"] = seconds_per_100(r.records, ["time_select"])
+            row["update_s_per_100"] = seconds_per_100(r.records, ["time_update", "time_train"])
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary_table(per_run: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std over seeds of every metric, one row per policy (in run order)."""
+    rows = []
+    for label, g in per_run.groupby("policy", sort=False):
+        row: dict[str, Any] = {"policy": label, "seeds": len(g), "T": int(g["T"].max())}
+        for key, _ in METRICS:
+            values = g[key].to_numpy(dtype=float)
+            finite = values[np.isfinite(values)]
+            m, s = mean_std(finite) if finite.size else (np.nan, np.nan)
+            row[f"{key}_mean"], row[f"{key}_std"] = m, s
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paired_table(per_run: pd.DataFrame) -> pd.DataFrame:
+    """Final regret of each policy minus that of the lowest-regret policy, paired by seed."""
+    means = per_run.groupby("policy", sort=False)["final_regret"].mean()
+    best = str(means.idxmin())
+    ref = per_run[per_run["policy"] == best].set_index("seed")["final_regret"]
+    rows = []
+    for label, g in per_run.groupby("policy", sort=False):
+        if label == best:
+            continue
+        other = g.set_index("seed")["final_regret"]
+        seeds = sorted(set(other.index) & set(ref.index))
+        if not seeds:
+            continue
+        d = paired_difference(other.loc[seeds].to_numpy(), ref.loc[seeds].to_numpy())
+        rows.append(
+            {
+                "policy": label,
+                "reference": best,
+                "difference": d.mean,
+                "std_error": d.std_error,
+                "ci95_low": d.low,
+                "ci95_high": d.high,
+                "seeds": d.n,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def fmt(x: float) -> str:
+    """A number for a table: thousands separators for large values, 3 digits for small."""
+    if not np.isfinite(x):
+        return "–"
+    a = abs(x)
+    if a >= 1000:
+        return f"{x:,.0f}"
+    if a >= 10:
+        return f"{x:.1f}"
+    if a >= 0.001 or a == 0:
+        return f"{x:.3f}"
+    return f"{x:.2e}"
+
+
+def pm(mean: float, std: float) -> str:
+    return fmt(mean) if not np.isfinite(std) else f"{fmt(mean)} ± {fmt(std)}"
+
+
+# --------------------------------------------------------------------------- figures
+def _stack(runs: list[RunResult], values: Any) -> NDArray[np.float64]:
+    """``[n_seeds, T]`` of ``values(records)`` over runs of one length (shortest kept)."""
+    arrays = [np.asarray(values(r.records), dtype=float) for r in runs]
+    n = min(len(a) for a in arrays)
+    return np.stack([a[:n] for a in arrays])
+
+
+def _finite(runs: list[RunResult], column: str) -> bool:
+    return any(np.isfinite(r.records[column].to_numpy()).any() for r in runs)
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: str
+    paths: list[Path]
+    caption: str
+
+
+def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64]) -> list[Figure]:
+    """Every figure the runs of ``comp`` allow, written under ``out``."""
+    figs: list[Figure] = []
+    runs = comp.runs
+    env = next(iter(runs.values()))[0].config.get("env", {})
+    title = comp.name
+
+    def t_of(rs: list[RunResult]) -> NDArray[np.int64]:
+        return rs[0].records["t"].to_numpy()[: min(len(r.records) for r in rs)]
+
+    curves = {k: (t_of(rs), _stack(rs, lambda d: d["cum_regret"])) for k, rs in runs.items()}
+    figs.append(
+        Figure(
+            "regret",
+            regret_curves(curves, out / "regret", title=title),
+            "Cumulative pseudo-regret, mean ± one standard deviation over seeds "
+            "(Figs. demo, real_world).",
+        )
+    )
+    scored = {k: rs for k, rs in runs.items() if _finite(rs, "mean") and _finite(rs, "width")}
+    if scored:
+        observed = {
+            k: np.mean([reliability_curve(r.records, levels) for r in rs], axis=0)
+            for k, rs in scored.items()
+        }
+        figs.append(
+            Figure(
+                "reliability",
+                reliability_diagram(observed, levels, out / "reliability", title=title),
+                "Reliability diagram of the in-run forecasts N(μₜ, wₜ²) of the arm played "
+                "(Eq. calib, Fig. calib (a)), averaged over seeds. Below the diagonal: "
+                "over-confident; above: under-confident.",
+            )
+        )
+    with_holdout = {k: rs for k, rs in runs.items() if all(r.holdout is not None for r in rs)}
+    if with_holdout:
+        first = next(iter(with_holdout.values()))[0].holdout
+        assert first is not None
+        for arm in sorted(first["arm"].unique()):
+            per_t: dict[int, dict[str, NDArray[np.float64]]] = {}
+            for t in sorted(first["checkpoint"].unique()):
+                per_t[int(t)] = {}
+                for k, rs in with_holdout.items():
+                    frames = [r.holdout for r in rs if r.holdout is not None]
+                    sel = [h[(h["checkpoint"] == t) & (h["arm"] == arm)] for h in frames]
+                    per_t[int(t)][k] = np.mean([reliability_curve(f, levels) for f in sel], axis=0)
+            figs.append(
+                Figure(
+                    f"holdout_arm{arm}",
+                    holdout_reliability_diagrams(
+                        per_t, levels, out / f"holdout_arm{arm}", title=f"{title}, arm {arm}"
+                    ),
+                    f"Hold-out reliability diagrams of arm {arm} at each checkpoint (Eq. calib2, "
+                    f"Figs. calib_details_0..3), averaged over seeds.",
+                )
+            )
+    bound = env.get("variance_bound")
+    known_var = all(_finite(rs, "sigma2_oracle") for rs in runs.values()) and any(
+        float(r.records["sigma2_oracle"].max()) > 0 for rs in runs.values() for r in rs
+    )
+    estimating = {k: rs for k, rs in runs.items() if _finite(rs, "sigma2_hat")}
+    if estimating and known_var:
+        seed_runs = {k: rs[0] for k, rs in estimating.items()}
+        ref = next(iter(seed_runs.values())).records
+        T = len(ref)
+        window = min(300, max(T // 3, 1))
+        figs.append(
+            Figure(
+                "variance",
+                variance_traces(
+                    ref["t"].to_numpy(),
+                    ref["sigma2_oracle"].to_numpy(),
+                    {k: r.records["sigma2_hat"].to_numpy()[:T] for k, r in seed_runs.items()},
+                    bound,
+                    out / "variance",
+                    window=window,
+                    title=f"{title}, seed {ref_seed(seed_runs)}",
+                ),
+                f"True noise variance Var(rₜ), the Eq. 13 estimate σ̂²ₜ and the bound R² over "
+                f"the first and last {window} rounds of one seed (Fig. calib (b), "
+                f"Fig. ablation_study2 (b, c)).",
+            )
+        )
+    if scored:
+        err = {
+            k: (
+                t_of(rs),
+                _stack(rs, lambda d: mean_estimation_error(d["expected_reward"], d["mean"])),
+            )
+            for k, rs in scored.items()
+        }
+        figs.append(
+            Figure(
+                "mean_error",
+                estimation_error_curves(
+                    err, out / "mean_error", ylabel="|h(x) − μ̂(x)|", title=title
+                ),
+                "Reward-mean estimation error |h(xₜ,ₐₜ) − θᵀφ(xₜ,ₐₜ)| of the arm played, "
+                "trailing mean over 100 rounds, mean ± std over seeds (Fig. ablation_study2 (a)).",
+            )
+        )
+    if scored and known_var:
+        verr = {
+            k: (
+                t_of(rs),
+                _stack(rs, lambda d: variance_estimation_error(d["width"], d["sigma2_oracle"])),
+            )
+            for k, rs in scored.items()
+        }
+        figs.append(
+            Figure(
+                "variance_error",
+                estimation_error_curves(
+                    verr, out / "variance_error", ylabel="|φᵀA⁻¹φ − Var(r)|", title=title
+                ),
+                "Variance estimation error |wₜ² − Var(rₜ)| (wₜ² = φᵀA⁻¹φ for the neural-linear "
+                "family), trailing mean over 100 rounds (Fig. ablation_study (b): compare the "
+                "`loss=mse` and `loss=mle` runs).",
+            )
+        )
+    lat = []
+    for k, rs in runs.items():
+        sel = [seconds_per_100(r.records, ["time_select"]) for r in rs]
+        upd = [seconds_per_100(r.records, ["time_update", "time_train"]) for r in rs]
+        (sm, ss), (um, us) = mean_std(sel), mean_std(upd)
+        lat.append(
+            {"policy": k, "select_mean": sm, "select_std": ss, "update_mean": um, "update_std": us}
+        )
+    figs.append(
+        Figure(
+            "latency",
+            latency_bars(pd.DataFrame(lat), out / "latency", title=title),
+            "Seconds per 100 rounds of arm selection and of the update (network training "
+            "included), mean ± std over seeds (Fig. latency; this machine, not the paper's GPU).",
+        )
+    )
+    return figs
+
+
+def ref_seed(seed_runs: dict[str, RunResult]) -> Any:
+    return next(iter(seed_runs.values())).config.get("seed")
+
+
+# --------------------------------------------------------------------------- documents
+Block = tuple[str, Any]
+
+
+def comparison_blocks(
+    comp: Comparison, out: Path, root_out: Path, levels: NDArray[np.float64]
+) -> list[Block]:
+    """Tables, figures and configuration of one comparison as document blocks; writes the CSV
+    tables and figures under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    per_run = run_table(comp, levels)
+    summary = summary_table(per_run)
+    paired = paired_table(per_run)
+    per_run.to_csv(out / "runs.csv", index=False)
+    summary.to_csv(out / "summary.csv", index=False)
+    paired.to_csv(out / "paired.csv", index=False)
+    rel = out.relative_to(root_out)
+    blocks: list[Block] = [("h2", comp.name), ("p", f"Runs from `{comp.folder}`.")]
+    header = ["policy", "seeds", "T"] + [h for _, h in METRICS]
+    rows = [
+        [r["policy"], str(r["seeds"]), str(r["T"])]
+        + [pm(r[f"{k}_mean"], r[f"{k}_std"]) for k, _ in METRICS]
+        for r in summary.to_dict("records")
+    ]
+    blocks += [
+        ("table", (header, rows)),
+        (
+            "p",
+            "Mean ± standard deviation over seeds. cal₁: Eq. calib over the rounds of a run; "
+            "cal₂: Eq. calib2 on the hold-out set at the last checkpoint, all arms; sharpness: "
+            "Eq. sharpness. Forecasts are N(μ, w²) with the policy's predicted mean μ and width "
+            f"w (see `deepbandits.metrics.diagnostics`); levels {levels[0]:g}, …, {levels[-1]:g}.",
+        ),
+    ]
+    if comp.reference:
+        blocks += reference_blocks(comp.reference, summary)
+    if len(paired):
+        rows = [
+            [
+                r["policy"],
+                r["reference"],
+                fmt(r["difference"]),
+                fmt(r["std_error"]),
+                f"[{fmt(r['ci95_low'])}, {fmt(r['ci95_high'])}]",
+                str(r["seeds"]),
+            ]
+            for r in paired.to_dict("records")
+        ]
+        blocks += [
+            ("h3", "Paired comparison of final regret"),
+            (
+                "table",
+                (["policy", "minus", "difference", "s.e.", "95% t interval", "seeds"], rows),
+            ),
+            (
+                "p",
+                "Differences of final regret on the same seeds; an interval above 0 means "
+                "the policy has more regret than the reference.",
+            ),
+        ]
+    cal2 = holdout_rows(comp, levels)
+    if cal2:
+        blocks += [("h3", "Hold-out calibration cal₂ over checkpoints (all arms)"), ("table", cal2)]
+    blocks.append(("h3", "Figures"))
+    for fig in comparison_figures(comp, out, levels):
+        blocks.append(
+            ("figure", (str(rel / fig.paths[0].name), str(rel / fig.paths[1].name), fig.caption))
+        )
+    blocks += [
+        ("h3", "Configuration"),
+        ("code", json.dumps(configuration(comp), indent=2, default=str)),
+    ]
+    return blocks
+
+
+def holdout_rows(
+    comp: Comparison, levels: NDArray[np.float64]
+) -> tuple[list[str], list[list[str]]] | None:
+    tables = {
+        k: [holdout_calibration(r.holdout, levels) for r in rs if r.holdout is not None]
+        for k, rs in comp.runs.items()
+    }
+    tables = {k: v for k, v in tables.items() if v}
+    if not tables:
+        return None
+    checkpoints = sorted({int(t) for v in tables.values() for c in v for t in c["checkpoint"]})
+    rows = []
+    for k, cals in tables.items():
+        row = [k]
+        for t in checkpoints:
+            vals = [
+                float(c[(c["checkpoint"] == t) & (c["arm"] == "all")]["cal2"].iloc[0])
+                for c in cals
+                if t in set(c["checkpoint"])
+            ]
+            row.append(pm(*mean_std(vals)) if vals else "–")
+        rows.append(row)
+    return ["policy"] + [f"t = {t}" for t in checkpoints], rows
+
+
+def reference_blocks(reference: dict[str, Any], summary: pd.DataFrame) -> list[Block]:
+    """Measured values beside the paper's (``paper_reference.json``)."""
+    metrics: dict[str, str] = reference["metrics"]
+    header = ["policy"] + [f"{name} (measured / paper)" for name in metrics.values()]
+    rows = []
+    measured = summary.set_index("policy")
+    for label, values in reference["values"].items():
+        row = [label]
+        for key in metrics:
+            got = (
+                pm(measured.loc[label, f"{key}_mean"], measured.loc[label, f"{key}_std"])
+                if label in measured.index
+                else "not run"
+            )
+            row.append(f"{got} / {values.get(key, '–')}")
+        rows.append(row)
+    return [("h3", f"Beside the paper: {reference.get('source', '')}"), ("table", (header, rows))]
+
+
+def configuration(comp: Comparison) -> dict[str, Any]:
+    """What produced the runs: environment, T, seeds and each policy's parameters."""
+    first = next(iter(comp.runs.values()))[0].config
+    return {
+        "env": first.get("env"),
+        "T": first.get("T"),
+        "checkpoints": first.get("checkpoints"),
+        "library_version": first.get("version"),
+        "torch": first.get("torch"),
+        "policies": {
+            k: {"seeds": [r.config.get("seed") for r in rs], **rs[0].config.get("policy", {})}
+            for k, rs in comp.runs.items()
+        },
+    }
+
+
+def to_markdown(blocks: list[Block], title: str) -> str:
+    lines = [f"# {title}", ""]
+    for kind, value in blocks:
+        if kind in ("h2", "h3"):
+            lines += ["#" * int(kind[1]) + " " + value, ""]
+        elif kind == "p":
+            lines += [value, ""]
+        elif kind == "table":
+            header, rows = value
+            lines.append("| " + " | ".join(header) + " |")
+            lines.append("|" + "---|" * len(header))
+            lines += ["| " + " | ".join(r) + " |" for r in rows]
+            lines.append("")
+        elif kind == "figure":
+            png, svg, caption = value
+            lines += [f"![{caption}]({png})", "", f"*{caption}* ([SVG]({svg}))", ""]
+        elif kind == "code":
+            lines += [
+                "<details><summary>configuration</summary>",
+                "",
+                "```json",
+                value,
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
+    return "\n".join(lines)
+
+
+def to_html(blocks: list[Block], title: str) -> str:
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;"
+        "padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+        "figure{margin:1.5em 0}img{max-width:100%}figcaption{font-size:90%;color:#333}"
+        "pre{background:#f4f4f4;padding:1em;overflow:auto;font-size:80%}</style>",
+        "</head><body>",
+        f"<h1>{e(title)}</h1>",
+    ]
+    for kind, value in blocks:
+        if kind in ("h2", "h3", "p"):
+            parts.append(f"<{kind}>{e(value)}</{kind}>")
+        elif kind == "table":
+            header, rows = value
+            parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")
+            parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows]
+            parts.append("</table>")
+        elif kind == "figure":
+            png, svg, caption = value
+            parts.append(
+                f'<figure><img src="{e(png)}" alt="{e(caption)}"><figcaption>{e(caption)} '
+                f'(<a href="{e(svg)}">SVG</a>)</figcaption></figure>'
+            )
+        elif kind == "code":
+            parts.append(
+                f"<details><summary>configuration</summary><pre>{e(value)}</pre></details>"
+            )
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name).strip("_") or "results"
+
+
+def build_report(
+    results: str | Path, out: str | Path, levels: ArrayLike | None = None
+) -> tuple[Path, Path]:
+    """Write ``out/index.html`` and ``out/README.md`` for every comparison under ``results``;
+    return both paths."""
+    results, out = Path(results), Path(out)
+    p = DEFAULT_LEVELS if levels is None else np.asarray(levels, dtype=float)
+    folders = find_comparisons(results)
+    if not folders:
+        raise ValueError(
+            f"no runs under {results}: expected <policy>/seed_<s>.csv and .json files "
+            "(as written by deepbandits run/compare)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    blocks: list[Block] = []
+    for folder in folders:
+        name = folder.name if folder == results else str(folder.relative_to(results))
+        comp = load_comparison(folder, name)
+        blocks += comparison_blocks(comp, out / slug(name), out, p)
+    title = f"deepbandits report: {results}"
+    md, page = out / "README.md", out / "index.html"
+    md.write_text(to_markdown(blocks, title))
+    page.write_text(to_html(blocks, title))
+    return page, md

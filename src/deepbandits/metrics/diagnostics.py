@@ -1,0 +1,91 @@
+"""Per-run uncertainty and estimation diagnostics (Section 5.3, Appendix B.3), from a run's
+per-round record and hold-out forecasts (:mod:`deepbandits.experiments.runner`).
+
+The forecast Fₜ of a policy at round t is the Gaussian N(μₜ, wₜ²) of its predicted mean μₜ and
+exploration width wₜ for the arm it played (:meth:`~deepbandits.policies.Policy.predict`). As in
+the paper's code, the width is not multiplied by α and no noise variance is added:
+
+* LinUCB and the neural-linear family: wₜ = √(φᵀA⁻¹φ). For the σ²-weighted ridge
+  (A = λI + Σ φφᵀ/σ̄²ₛ) this is the posterior standard deviation of θᵀφ in reward units; for the
+  unweighted ridge it is the same under unit noise variance, which is why the paper reports
+  Neural-LinUCB and LinUCB as sharp but over-confident.
+* NeuralUCB and NeuralTS: wₜ = √(gᵀZ⁻¹g/m), the width their index multiplies by γ (ν).
+* BootstrappedNN: the standard deviation of its members' predictions (hold-out forecasts); its
+  in-run record has width 0 (greedy on one member), a point forecast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from deepbandits.metrics.calibration import (
+    calibration_error,
+    gaussian_pit,
+    observed_frequencies,
+    sharpness,
+)
+
+
+def mean_estimation_error(expected: ArrayLike, mean: ArrayLike) -> NDArray[np.float64]:
+    """|h(xₜ,ₐₜ) − θₜᵀφ(xₜ,ₐₜ)| per round (Fig. ablation_study2 (a))."""
+    return np.abs(np.asarray(expected, dtype=np.float64) - np.asarray(mean, dtype=np.float64))
+
+
+def variance_estimation_error(width: ArrayLike, variance: ArrayLike) -> NDArray[np.float64]:
+    """|φᵀA⁻¹φ − Var(rₜ)| = |wₜ² − Var(rₜ)| per round (Fig. ablation_study (b))."""
+    w = np.asarray(width, dtype=np.float64)
+    return np.abs(w * w - np.asarray(variance, dtype=np.float64))
+
+
+def _forecasts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a finite mean and width (a policy may leave a round unscored)."""
+    ok = np.isfinite(frame["mean"].to_numpy()) & np.isfinite(frame["width"].to_numpy())
+    return frame[ok]
+
+
+def run_metrics(records: pd.DataFrame, levels: ArrayLike | None = None) -> dict[str, float]:
+    """One run's summary: final regret, cumulative reward, cal₁ (Eq. calib) and sharpness
+    (Eq. sharpness) of its in-run forecasts, mean |h − μ| and, when the environment reports
+    Var(rₜ), mean |w² − Var(rₜ)|."""
+    f = _forecasts(records)
+    out = {
+        "final_regret": float(records["cum_regret"].iloc[-1]),
+        "cumulative_reward": float(records["reward"].sum()),
+        "calibration_error": np.nan,
+        "sharpness": np.nan,
+        "mean_error": np.nan,
+        "variance_error": np.nan,
+    }
+    if len(f):
+        pit = gaussian_pit(f["reward"], f["mean"], f["width"])
+        out["calibration_error"] = calibration_error(pit, levels)
+        out["sharpness"] = sharpness(f["width"].to_numpy() ** 2)
+        out["mean_error"] = float(mean_estimation_error(f["expected_reward"], f["mean"]).mean())
+        var = f["sigma2_oracle"].to_numpy()
+        if np.isfinite(var).all():
+            out["variance_error"] = float(variance_estimation_error(f["width"], var).mean())
+    return out
+
+
+def reliability_curve(frame: pd.DataFrame, levels: ArrayLike | None = None) -> NDArray[np.float64]:
+    """Observed frequency |{Fₜ(rₜ) ≤ p_j}|/T of each level for the forecasts of ``frame``
+    (columns ``reward``, ``mean``, ``width``): the curve of a reliability diagram."""
+    f = _forecasts(frame)
+    return observed_frequencies(gaussian_pit(f["reward"], f["mean"], f["width"]), levels)
+
+
+def holdout_calibration(holdout: pd.DataFrame, levels: ArrayLike | None = None) -> pd.DataFrame:
+    """cal₂ (Eq. calib2) of a run's hold-out forecasts at each checkpoint, over all arms
+    (``arm`` = "all") and per arm."""
+    rows: list[dict[str, Any]] = []
+    for t, at_t in holdout.groupby("checkpoint", sort=True):
+        parts = [("all", at_t), *((str(a), g) for a, g in at_t.groupby("arm", sort=True))]
+        for arm, g in parts:
+            f = _forecasts(g)
+            cal = calibration_error(gaussian_pit(f["reward"], f["mean"], f["width"]), levels)
+            rows.append({"checkpoint": int(t), "arm": arm, "cal2": cal, "n": len(f)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,87 @@
+"""One style for every figure: colours that stay distinct for colour-blind readers (Okabe & Ito
+2008), each series also told apart by line style and marker so that a greyscale print still
+separates them, legends outside the axes so they never hide data."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+#: Okabe–Ito colours, black first.
+PALETTE = ("#000000", "#E69F00", "#0072B2", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442")
+LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+RC = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "none",
+    "svg.hashsalt": "deepbandits",
+}
+
+
+def series_style(i: int, n_points: int = 0) -> dict[str, Any]:
+    """Colour, line style and (every ~n_points/8 points) marker of series ``i``."""
+    style: dict[str, Any] = {
+        "color": PALETTE[i % len(PALETTE)],
+        "linestyle": LINESTYLES[i % len(LINESTYLES)],
+        "marker": MARKERS[i % len(MARKERS)],
+        "markersize": 4,
+        "linewidth": 1.6,
+    }
+    if n_points > 12:
+        style["markevery"] = max(n_points // 8, 1)
+    return style
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def styled(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run a figure function under the library's style (:data:`RC`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with matplotlib.rc_context(RC):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def new_figure(
+    ncols: int = 1, width: float = 5.0, height: float = 3.4
+) -> tuple[Figure, list[Axes]]:
+    """A row of ``ncols`` axes on a :class:`~matplotlib.figure.Figure` made without pyplot (no
+    global state, no GUI backend: works headless and leaves a notebook's backend alone)."""
+    fig = Figure(figsize=(width + (ncols - 1) * 0.75 * width, height), layout="constrained")
+    axes = fig.subplots(1, ncols, squeeze=False)
+    return fig, list(axes[0])
+
+
+def outside_legend(ax: Axes) -> None:
+    """A legend to the right of the axes (never over the data)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+
+
+def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
+    """Write ``<stem>.png`` (150 dpi) and ``<stem>.svg``; return both paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_name(stem.name + ext) for ext in (".png", ".svg")]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
+    return paths
