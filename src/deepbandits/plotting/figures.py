@@ -124,7 +124,8 @@ def variance_traces(
     for ax, part, name in zip(
         axes, (slice(0, window), slice(-window, None)), ("first", "last"), strict=True
     ):
-        ax.plot(t[part], np.maximum(var[part], VARIANCE_FLOOR), color="0.45", linewidth=1.0, label="Var(r_t) (true)")
+        true = np.maximum(var[part], VARIANCE_FLOOR)
+        ax.plot(t[part], true, color="0.45", linewidth=1.0, label="Var(r_t) (true)")
         for i, (label, est) in enumerate(estimates.items()):
             style = series_style(i + 1, len(t[part]))
             values = np.maximum(np.asarray(est, dtype=float)[part], VARIANCE_FLOOR)
