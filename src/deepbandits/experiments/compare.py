@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from deepbandits.envs import Environment, make_env
 from deepbandits.experiments.runner import RunResult, check_checkpoints, give_horizon, run
 from deepbandits.experiments.specs import parse_spec
-from deepbandits.plotting import regret_curves
+from deepbandits.plotting import regret_curves, save_figure
 from deepbandits.policies import Policy, make_policy
 
 
@@ -185,4 +185,4 @@ def plot_regret(results: dict[str, list[RunResult]], path: Path, title: str = ""
         spec: (runs[0].records["t"], [r.records["cum_regret"] for r in runs])
         for spec, runs in results.items()
     }
-    return regret_curves(curves, Path(path).with_suffix(""), title=title)[0]
+    return save_figure(regret_curves(curves, title=title), Path(path).with_suffix(""))[0]

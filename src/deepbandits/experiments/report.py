@@ -40,6 +40,7 @@ from deepbandits.plotting import (
     latency_bars,
     regret_curves,
     reliability_diagram,
+    save_figure,
     variance_traces,
 )
 
@@ -214,7 +215,7 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
     figs.append(
         Figure(
             "regret",
-            regret_curves(curves, out / "regret", title=title),
+            save_figure(regret_curves(curves, title=title), out / "regret"),
             "Cumulative pseudo-regret, mean ± one standard deviation over seeds "
             "(Figs. demo, real_world).",
         )
@@ -228,7 +229,9 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
         figs.append(
             Figure(
                 "reliability",
-                reliability_diagram(observed, levels, out / "reliability", title=title),
+                save_figure(
+                    reliability_diagram(observed, levels, title=title), out / "reliability"
+                ),
                 "Reliability diagram of the in-run forecasts N(μₜ, wₜ²) of the arm played "
                 "(Eq. calib, Fig. calib (a)), averaged over seeds. Below the diagonal: "
                 "over-confident; above: under-confident.",
@@ -249,8 +252,9 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
             figs.append(
                 Figure(
                     f"holdout_arm{arm}",
-                    holdout_reliability_diagrams(
-                        per_t, levels, out / f"holdout_arm{arm}", title=f"{title}, arm {arm}"
+                    save_figure(
+                        holdout_reliability_diagrams(per_t, levels, title=f"{title}, arm {arm}"),
+                        out / f"holdout_arm{arm}",
                     ),
                     f"Hold-out reliability diagrams of arm {arm} at each checkpoint (Eq. calib2, "
                     f"Figs. calib_details_0..3), averaged over seeds.",
@@ -269,14 +273,16 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
         figs.append(
             Figure(
                 "variance",
-                variance_traces(
-                    ref["t"].to_numpy(),
-                    ref["sigma2_oracle"].to_numpy(),
-                    {k: r.records["sigma2_hat"].to_numpy()[:T] for k, r in seed_runs.items()},
-                    bound,
+                save_figure(
+                    variance_traces(
+                        ref["t"].to_numpy(),
+                        ref["sigma2_oracle"].to_numpy(),
+                        {k: r.records["sigma2_hat"].to_numpy()[:T] for k, r in seed_runs.items()},
+                        bound,
+                        window=window,
+                        title=f"{title}, seed {ref_seed(seed_runs)}",
+                    ),
                     out / "variance",
-                    window=window,
-                    title=f"{title}, seed {ref_seed(seed_runs)}",
                 ),
                 f"True noise variance Var(rₜ), the Eq. 13 estimate σ̂²ₜ and the bound R² over "
                 f"the first and last {window} rounds of one seed (Fig. calib (b), "
@@ -294,8 +300,9 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
         figs.append(
             Figure(
                 "mean_error",
-                estimation_error_curves(
-                    err, out / "mean_error", ylabel="|h(x) − μ̂(x)|", title=title
+                save_figure(
+                    estimation_error_curves(err, ylabel="|h(x) − μ̂(x)|", title=title),
+                    out / "mean_error",
                 ),
                 "Reward-mean estimation error |h(xₜ,ₐₜ) − θᵀφ(xₜ,ₐₜ)| of the arm played, "
                 "trailing mean over 100 rounds, mean ± std over seeds (Fig. ablation_study2 (a)).",
@@ -312,8 +319,9 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
         figs.append(
             Figure(
                 "variance_error",
-                estimation_error_curves(
-                    verr, out / "variance_error", ylabel="|φᵀA⁻¹φ − Var(r)|", title=title
+                save_figure(
+                    estimation_error_curves(verr, ylabel="|φᵀA⁻¹φ − Var(r)|", title=title),
+                    out / "variance_error",
                 ),
                 "Variance estimation error |wₜ² − Var(rₜ)| (wₜ² = φᵀA⁻¹φ for the neural-linear "
                 "family), trailing mean over 100 rounds (Fig. ablation_study (b): compare the "
@@ -331,7 +339,7 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
     figs.append(
         Figure(
             "latency",
-            latency_bars(pd.DataFrame(lat), out / "latency", title=title),
+            save_figure(latency_bars(pd.DataFrame(lat), title=title), out / "latency"),
             "Seconds per 100 rounds of arm selection and of the update (network training "
             "included), mean ± std over seeds (Fig. latency; this machine, not the paper's GPU).",
         )

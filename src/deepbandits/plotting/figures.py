@@ -1,23 +1,23 @@
 """The paper's figures, each from plain arrays: regret curves (Figs. demo, real_world),
 reliability diagrams (Fig. calib (a), Figs. calib_details_0..3), variance traces (Fig. calib (b),
 ablation_study2 (b, c)), estimation errors over time (Figs. ablation_study2 (a),
-ablation_study (b)) and latency bars (Fig. latency). Each function saves PNG and SVG and returns
-the paths."""
+ablation_study (b)) and latency bars (Fig. latency). Each function returns a
+:class:`~matplotlib.figure.Figure`; :func:`~deepbandits.plotting.save_figure` writes it as PNG
+and SVG."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits.plotting.style import (
     PALETTE,
     new_figure,
     outside_legend,
-    save_figure,
     series_style,
     styled,
 )
@@ -34,7 +34,7 @@ def _band(ax, i: int, label: str, t: NDArray, values: NDArray) -> None:
 
 
 @styled
-def regret_curves(curves: Curves, stem: str | Path, title: str = "") -> list[Path]:
+def regret_curves(curves: Curves, title: str = "") -> Figure:
     """Cumulative pseudo-regret against rounds, mean ± one std band over seeds."""
     fig, (ax,) = new_figure()
     for i, (label, (t, values)) in enumerate(curves.items()):
@@ -43,7 +43,7 @@ def regret_curves(curves: Curves, stem: str | Path, title: str = "") -> list[Pat
     ax.set_ylabel("cumulative pseudo-regret")
     ax.set_title(title)
     outside_legend(ax)
-    return save_figure(fig, stem)
+    return fig
 
 
 def _diagonal(ax) -> None:
@@ -64,8 +64,8 @@ def _diagonal(ax) -> None:
 
 @styled
 def reliability_diagram(
-    observed: Mapping[str, ArrayLike], levels: ArrayLike, stem: str | Path, title: str = ""
-) -> list[Path]:
+    observed: Mapping[str, ArrayLike], levels: ArrayLike, title: str = ""
+) -> Figure:
     """Observed against expected frequency per confidence level, one line per policy
     (Fig. calib (a)); above the diagonal: under-confident, below: over-confident."""
     fig, (ax,) = new_figure(width=4.6, height=3.6)
@@ -75,16 +75,15 @@ def reliability_diagram(
         ax.plot(p, np.asarray(freq), label=label, **series_style(i))
     ax.set_title(title)
     outside_legend(ax)
-    return save_figure(fig, stem)
+    return fig
 
 
 @styled
 def holdout_reliability_diagrams(
     observed: Mapping[int, Mapping[str, ArrayLike]],
     levels: ArrayLike,
-    stem: str | Path,
     title: str = "",
-) -> list[Path]:
+) -> Figure:
     """One reliability diagram per checkpoint (``{checkpoint: {policy: frequencies}}``), side
     by side (Figs. calib_details_0..3, one figure per arm)."""
     fig, axes = new_figure(ncols=len(observed), width=3.6, height=3.4)
@@ -98,7 +97,7 @@ def holdout_reliability_diagrams(
             ax.set_ylabel("")
     outside_legend(axes[-1])
     fig.suptitle(title)
-    return save_figure(fig, stem)
+    return fig
 
 
 #: Variances below this are drawn at it (log axis).
@@ -111,10 +110,9 @@ def variance_traces(
     true_variance: ArrayLike,
     estimates: Mapping[str, ArrayLike],
     bound: float | None,
-    stem: str | Path,
     window: int = 300,
     title: str = "",
-) -> list[Path]:
+) -> Figure:
     """Var(rₜ), the estimates σ̂²ₜ and the bound R² over the first and the last ``window``
     rounds (Fig. calib (b), Fig. ablation_study2 (b, c)), on a log axis (values below
     :data:`VARIANCE_FLOOR` drawn at it)."""
@@ -141,7 +139,7 @@ def variance_traces(
         ax.set_title(f"{name} {window} rounds")
     outside_legend(axes[-1])
     fig.suptitle(title)
-    return save_figure(fig, stem)
+    return fig
 
 
 def rolling_mean(values: NDArray[np.float64], window: int) -> NDArray[np.float64]:
@@ -155,8 +153,8 @@ def rolling_mean(values: NDArray[np.float64], window: int) -> NDArray[np.float64
 
 @styled
 def estimation_error_curves(
-    curves: Curves, stem: str | Path, ylabel: str, window: int = 100, title: str = ""
-) -> list[Path]:
+    curves: Curves, ylabel: str, window: int = 100, title: str = ""
+) -> Figure:
     """A per-round error (e.g. |h − μ̂| or |w² − Var(r)|), averaged over a trailing ``window``
     of rounds, mean ± one std band over seeds (Figs. ablation_study2 (a), ablation_study (b))."""
     fig, (ax,) = new_figure()
@@ -168,11 +166,11 @@ def estimation_error_curves(
     ax.set_ylabel(f"{ylabel} (mean of last {window} rounds)")
     ax.set_title(title)
     outside_legend(ax)
-    return save_figure(fig, stem)
+    return fig
 
 
 @styled
-def latency_bars(table: pd.DataFrame, stem: str | Path, title: str = "") -> list[Path]:
+def latency_bars(table: pd.DataFrame, title: str = "") -> Figure:
     """Seconds per 100 rounds of arm selection and of the update (network training included),
     mean ± std over seeds (Fig. latency). ``table`` has columns ``policy``, ``select_mean``,
     ``select_std``, ``update_mean``, ``update_std``."""
@@ -200,4 +198,4 @@ def latency_bars(table: pd.DataFrame, stem: str | Path, title: str = "") -> list
     ax.set_ylabel("seconds per 100 rounds")
     ax.set_title(title)
     outside_legend(ax)
-    return save_figure(fig, stem)
+    return fig

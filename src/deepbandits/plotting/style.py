@@ -72,9 +72,13 @@ def new_figure(
 
 
 def outside_legend(ax: Axes) -> None:
-    """A legend to the right of the axes (never over the data)."""
+    """A legend to the right of the axes (never over the data). It is left out of the layout, so
+    long labels widen the saved image (``bbox_inches="tight"``) instead of shrinking the axes."""
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+        legend = ax.legend(
+            loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False
+        )
+        legend.set_in_layout(False)
 
 
 def save_figure(fig: Figure, stem: str | Path) -> list[Path]:

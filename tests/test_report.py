@@ -1,0 +1,227 @@
+"""Hold-out checkpoints, per-run diagnostics, figures and the report (issue 5)."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import deepbandits as db
+from deepbandits.cli import main
+from deepbandits.envs import ClassificationEnv
+from deepbandits.experiments.compare import compare
+from deepbandits.experiments.paper import reproduce
+from deepbandits.experiments.report import build_report, paired_table, summary_table
+from deepbandits.metrics import (
+    calibration_error,
+    gaussian_pit,
+    holdout_calibration,
+    mean_std,
+    run_metrics,
+)
+from deepbandits.plotting import holdout_reliability_diagrams, regret_curves
+
+TRAJECTORY = ["arm", "reward", "cum_regret", "mean", "width", "sigma2_hat"]
+
+
+@pytest.mark.parametrize("name", ["linucb", "neural-sigma2-linucb", "neural-ucb"])
+def test_checkpoints_record_holdout_forecasts_without_changing_the_run(name):
+    plain = db.run(db.make_policy(name, seed=1), db.make_env("h1", seed=1), 120, seed=1)
+    checked = db.run(
+        db.make_policy(name, seed=1),
+        db.make_env("h1", seed=1),
+        120,
+        seed=1,
+        checkpoints=[0, 60, 120],
+        holdout_size=30,
+    )
+    pd.testing.assert_frame_equal(plain.records[TRAJECTORY], checked.records[TRAJECTORY])
+    h = checked.holdout
+    assert h is not None and len(h) == 3 * 30 * 4
+    assert sorted(h["checkpoint"].unique()) == [0, 60, 120]
+    # the forecasts change as the policy learns, and the hold-out set is the same each time
+    by_t = {t: g.reset_index(drop=True) for t, g in h.groupby("checkpoint")}
+    assert not np.allclose(by_t[0]["mean"], by_t[120]["mean"])
+    np.testing.assert_array_equal(by_t[0]["reward"], by_t[120]["reward"])
+    assert checked.config["checkpoints"] == [0, 60, 120]
+    assert checked.config["env"]["variance_bound"] == 1.0
+
+
+def test_checkpoints_are_validated():
+    with pytest.raises(ValueError, match="checkpoint 50 is after the last round T=10"):
+        db.run(db.make_policy("linucb"), db.make_env("h1", seed=0), 10, checkpoints=[5, 50])
+    with pytest.raises(ValueError, match="checkpoint"):
+        db.run(db.make_policy("linucb"), db.make_env("h1", seed=0), 10, checkpoints=[-1])
+
+
+def test_synthetic_holdout_is_fixed_by_the_seed_and_matches_the_model():
+    env = db.make_env("h1", seed=3)
+    a, b = env.holdout(50), db.make_env("h1", seed=3).holdout(50)
+    np.testing.assert_array_equal(a.rewards, b.rewards)
+    assert not np.array_equal(a.rewards, db.make_env("h1", seed=4).holdout(50).rewards)
+    X = np.stack(a.contexts)
+    np.testing.assert_allclose(a.expected_rewards, env.expected_reward(X))
+    noise = a.rewards - a.expected_rewards
+    assert np.abs(noise).max() <= env.noise_bound() and 0.3 < noise.var() < 0.7  # E[U(0,1)]
+
+
+def test_classification_holdout_is_never_played():
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((60, 3)), rng.integers(0, 3, 60)
+    env = ClassificationEnv(X, y, seed=2)
+    hold = env.holdout(10)
+    held = {tuple(np.round(c.blocks[0], 12)) for c in hold.contexts}
+    played = set()
+    for _ in range(50):
+        played.add(tuple(np.round(env.next_round().contexts.blocks[0], 12)))
+    assert not held & played
+    np.testing.assert_array_equal(hold.rewards.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="needs more than the 60 samples"):
+        env.holdout(60)
+
+
+def test_run_metrics_follow_the_equations():
+    rng = np.random.default_rng(0)
+    T = 4000
+    mean, width = rng.normal(size=T), rng.uniform(0.5, 2.0, T)
+    reward = mean + width * rng.standard_normal(T)  # the forecasts are the true laws
+    records = pd.DataFrame(
+        {
+            "cum_regret": np.arange(T, dtype=float),
+            "reward": reward,
+            "expected_reward": mean + 0.5,
+            "mean": mean,
+            "width": width,
+            "sigma2_oracle": np.full(T, 0.25),
+        }
+    )
+    m = run_metrics(records)
+    assert m["cumulative_reward"] == pytest.approx(reward.sum())
+    assert m["final_regret"] == T - 1
+    assert m["calibration_error"] == calibration_error(gaussian_pit(reward, mean, width))
+    assert m["calibration_error"] < 0.01
+    assert m["sharpness"] == pytest.approx(np.sqrt(np.mean(width**2)))
+    assert m["mean_error"] == pytest.approx(0.5)
+    assert m["variance_error"] == pytest.approx(np.mean(np.abs(width**2 - 0.25)))
+    records["width"] = width / 10  # over-confident
+    assert run_metrics(records)["calibration_error"] > 1.0
+
+
+def test_holdout_calibration_per_arm_and_overall():
+    rng = np.random.default_rng(1)
+    n = 3000
+    mean = rng.normal(size=(2, n))
+    reward = mean + rng.standard_normal((2, n))
+    frame = pd.DataFrame(
+        {
+            "checkpoint": 7,
+            "index": np.tile(np.arange(n), 2),
+            "arm": np.repeat([0, 1], n),
+            "mean": mean.ravel(),
+            "width": np.concatenate([np.ones(n), np.full(n, 0.1)]),  # arm 1 over-confident
+            "reward": reward.ravel(),
+        }
+    )
+    cal = holdout_calibration(frame).set_index("arm")["cal2"]
+    assert cal["0"] < 0.01 < 1.0 < cal["1"]
+    assert cal["0"] < cal["all"] < cal["1"]
+
+
+def test_figures_have_the_expected_axes_and_lines():
+    t = np.arange(1, 101)
+    curves = {name: (t, np.cumsum(np.ones((3, 100)) * i, axis=1)) for i, name in enumerate("abc")}
+    fig = regret_curves(curves, title="x")
+    (ax,) = fig.axes[:1]
+    assert len(ax.get_lines()) == 3
+    assert ax.get_xlabel() == "round t" and "regret" in ax.get_ylabel()
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == [
+        "a (n=3)",
+        "b (n=3)",
+        "c (n=3)",
+    ]
+    p = np.linspace(0.05, 0.95, 19)
+    fig = holdout_reliability_diagrams({0: {"a": p, "b": p**2}, 500: {"a": p, "b": p}}, p)
+    panels = [a for a in fig.axes if a.get_title().startswith("t = ")]
+    assert [a.get_title() for a in panels] == ["t = 0", "t = 500"]
+    assert all(len(a.get_lines()) == 3 for a in panels)  # diagonal + two policies
+
+
+def small_results(tmp_path: Path) -> Path:
+    out = tmp_path / "results" / "h1"
+    compare(
+        ["linucb", "neural-sigma2-linucb:train_every=50,train_steps=20"],
+        "h1",
+        [0, 1],
+        160,
+        out,
+        progress=False,
+        checkpoints=[0, 80],
+        holdout_size=20,
+    )
+    return tmp_path / "results"
+
+
+def test_report_builds_and_references_only_existing_files(tmp_path):
+    results = small_results(tmp_path)
+    page, md = build_report(results, tmp_path / "report")
+    text = page.read_text()
+    refs = re.findall(r'(?:src|href)="([^"]+)"', text)
+    assert len(refs) >= 2 * 9  # PNG and SVG of 9 figures
+    for ref in refs:
+        assert (page.parent / ref).is_file(), ref
+    for name in ("regret", "reliability", "holdout_arm3", "variance", "mean_error", "latency"):
+        assert f"h1/{name}.png" in text
+    summary = pd.read_csv(tmp_path / "report" / "h1" / "summary.csv")
+    assert list(summary["policy"]) == [
+        "linucb",
+        "neural-sigma2-linucb:train_every=50,train_steps=20",
+    ]
+    assert (summary["seeds"] == 2).all()
+    readme = md.read_text()
+    assert "| policy | seeds | T | final regret ↓ | cumulative reward ↑ | cal₁ ↓" in readme
+    assert '"checkpoints": [\n    0,\n    80\n  ]' in readme
+
+
+def test_summary_and_paired_tables():
+    per_run = pd.DataFrame(
+        {
+            "policy": ["a", "a", "b", "b"],
+            "seed": [0, 1, 0, 1],
+            "T": 10,
+            "final_regret": [10.0, 14.0, 4.0, 5.0],
+            "cumulative_reward": 1.0,
+            "calibration_error": [0.1, 0.3, np.nan, np.nan],
+            "sharpness": 1.0,
+            "holdout_cal2": np.nan,
+            "wall_seconds": 2.0,
+        }
+    )
+    s = summary_table(per_run).set_index("policy")
+    assert s.loc["a", "final_regret_mean"] == 12 and s.loc[
+        "a", "final_regret_std"
+    ] == pytest.approx(np.std([10, 14], ddof=1))
+    assert s.loc["a", "calibration_error_mean"] == pytest.approx(0.2)
+    assert np.isnan(s.loc["b", "calibration_error_mean"])
+    paired = paired_table(per_run)
+    assert list(paired["reference"]) == ["b"] and paired["difference"].iloc[0] == 7.5
+    assert mean_std([3.0]) == (3.0, 0.0)
+
+
+def test_report_without_runs_fails_clearly(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no runs under"):
+        build_report(tmp_path / "empty", tmp_path / "report")
+    assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "r")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_reproduce_quantitative_puts_the_paper_beside_the_measurement(tmp_path, capsys):
+    _, page, md = reproduce("quantitative", tmp_path / "q", seeds=[0], T=120, progress=False)
+    readme = md.read_text()
+    assert "Beside the paper: Table quantitative" in readme
+    for policy, paper in (("linucb", "7459.08"), ("neural-sigma2-linucb", "0.1492")):
+        row = next(line for line in readme.splitlines() if line.startswith(f"| {policy} |"))
+        assert paper in readme and "not run" not in row
+    assert main(["reproduce", "nope"]) == 2
+    assert "unknown experiment" in capsys.readouterr().err.lower()
