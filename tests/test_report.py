@@ -218,6 +218,7 @@ def test_report_without_runs_fails_clearly(tmp_path, capsys):
 
 def test_reproduce_quantitative_puts_the_paper_beside_the_measurement(tmp_path, capsys):
     _, page, md = reproduce("quantitative", tmp_path / "q", seeds=[0], T=120, progress=False)
+    assert page.is_file() and page.parent == md.parent
     readme = md.read_text()
     assert "Beside the paper: Table quantitative" in readme
     for policy, paper in (("linucb", "7459.08"), ("neural-sigma2-linucb", "0.1492")):
