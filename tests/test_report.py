@@ -226,3 +226,10 @@ def test_reproduce_quantitative_puts_the_paper_beside_the_measurement(tmp_path, 
         assert paper in readme and "not run" not in row
     assert main(["reproduce", "nope"]) == 2
     assert "unknown experiment" in capsys.readouterr().err.lower()
+
+
+def test_demo_writes_a_report(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--T", "60", "--seeds", "0", "--out", str(out), "--no-progress"]) == 0
+    assert f"{out / 'report' / 'index.html'}" in capsys.readouterr().out
+    assert (out / "report" / "demo" / "holdout_arm0.png").is_file()  # checkpoint 0 <= T

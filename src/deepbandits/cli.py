@@ -9,7 +9,12 @@ from pathlib import Path
 
 from deepbandits.envs import env_names
 from deepbandits.experiments.compare import compare, format_table
-from deepbandits.experiments.paper import EXPERIMENTS, experiment_names, reproduce
+from deepbandits.experiments.paper import (
+    EXPERIMENTS,
+    PAPER_CHECKPOINTS,
+    experiment_names,
+    reproduce,
+)
 from deepbandits.experiments.report import build_report
 from deepbandits.experiments.specs import parse_seeds, split_specs
 from deepbandits.policies import CONFIGURATIONS, distinct_policy_names, policy_names
@@ -94,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo = sub.add_parser(
         "demo",
         help="the README's demo comparison",
-        description=f"Compare {', '.join(DEMO_POLICIES)} on h1 (3 seeds).",
+        description=f"Compare {', '.join(DEMO_POLICIES)} on h1 (3 seeds), with hold-out "
+        "checkpoints at rounds 0, 2000, 5000, 7500, and write the report to OUT/report.",
     )
     _common(p_demo, T=10000, seeds="0-2", out="results/demo")
 
@@ -172,8 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         policies = (
             distinct_policy_names() if args.policies == ["all"] else split_specs(args.policies)
         )
+    demo = args.command == "demo"
     try:
         seeds = parse_seeds(args.seeds)
+        checkpoints = (
+            [c for c in PAPER_CHECKPOINTS if c <= args.T]
+            if demo
+            else parse_checkpoints(args.checkpoints)
+        )
         summary = compare(
             policies,
             args.env,
@@ -182,9 +194,10 @@ def main(argv: list[str] | None = None) -> int:
             args.out,
             jobs=args.jobs,
             progress=not args.no_progress,
-            checkpoints=parse_checkpoints(getattr(args, "checkpoints", "")),
+            checkpoints=checkpoints,
             holdout_size=getattr(args, "holdout", 500),
         )
+        page = build_report(args.out, args.out / "report")[0] if demo else None
     except ValueError as exc:
         print(f"deepbandits: error: {exc}", file=sys.stderr)
         return 2
@@ -192,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nper-run records: {args.out}/<policy>/seed_<s>.csv (+ .json configuration)")
     print(f"table: {args.out / 'summary.csv'}")
     print(f"plot:  {args.out / 'regret.png'}")
-    print(f"report: deepbandits report {args.out} --out {args.out / 'report'}")
+    if page is not None:
+        print(f"report (tables, calibration and variance figures): {page}")
+    else:
+        print(f"report: deepbandits report {args.out} --out {args.out / 'report'}")
     return 0
 
 
