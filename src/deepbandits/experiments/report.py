@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,11 +183,18 @@ def pm(mean: float, std: float) -> str:
 
 
 # --------------------------------------------------------------------------- figures
-def _stack(runs: list[RunResult], values: Any) -> NDArray[np.float64]:
+def _stack(
+    runs: list[RunResult], values: Callable[[pd.DataFrame], ArrayLike]
+) -> NDArray[np.float64]:
     """``[n_seeds, T]`` of ``values(records)`` over runs of one length (shortest kept)."""
     arrays = [np.asarray(values(r.records), dtype=float) for r in runs]
     n = min(len(a) for a in arrays)
     return np.stack([a[:n] for a in arrays])
+
+
+def _rounds(runs: list[RunResult]) -> NDArray[np.int64]:
+    """The rounds that every run of ``runs`` has."""
+    return runs[0].records["t"].to_numpy()[: min(len(r.records) for r in runs)]
 
 
 def _finite(runs: list[RunResult], column: str) -> bool:
@@ -195,25 +202,39 @@ def _finite(runs: list[RunResult], column: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Figure:
+class ReportFigure:
     key: str
     paths: list[Path]
     caption: str
 
 
-def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64]) -> list[Figure]:
+def error_figure(
+    runs: dict[str, list[RunResult]],
+    key: str,
+    error: Callable[[pd.DataFrame], ArrayLike],
+    ylabel: str,
+    caption: str,
+    out: Path,
+    title: str,
+) -> ReportFigure:
+    """A per-round error of each policy's runs over t (:func:`estimation_error_curves`)."""
+    curves = {k: (_rounds(rs), _stack(rs, error)) for k, rs in runs.items()}
+    fig = estimation_error_curves(curves, ylabel=ylabel, title=title)
+    return ReportFigure(key, save_figure(fig, out / key), caption)
+
+
+def comparison_figures(
+    comp: Comparison, out: Path, levels: NDArray[np.float64]
+) -> list[ReportFigure]:
     """Every figure the runs of ``comp`` allow, written under ``out``."""
-    figs: list[Figure] = []
+    figs: list[ReportFigure] = []
     runs = comp.runs
     env = next(iter(runs.values()))[0].config.get("env", {})
     title = comp.name
 
-    def t_of(rs: list[RunResult]) -> NDArray[np.int64]:
-        return rs[0].records["t"].to_numpy()[: min(len(r.records) for r in rs)]
-
-    curves = {k: (t_of(rs), _stack(rs, lambda d: d["cum_regret"])) for k, rs in runs.items()}
+    curves = {k: (_rounds(rs), _stack(rs, lambda d: d["cum_regret"])) for k, rs in runs.items()}
     figs.append(
-        Figure(
+        ReportFigure(
             "regret",
             save_figure(regret_curves(curves, title=title), out / "regret"),
             "Cumulative pseudo-regret, mean ± one standard deviation over seeds "
@@ -227,7 +248,7 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
             for k, rs in scored.items()
         }
         figs.append(
-            Figure(
+            ReportFigure(
                 "reliability",
                 save_figure(
                     reliability_diagram(observed, levels, title=title), out / "reliability"
@@ -250,7 +271,7 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
                     sel = [h[(h["checkpoint"] == t) & (h["arm"] == arm)] for h in frames]
                     per_t[int(t)][k] = np.mean([reliability_curve(f, levels) for f in sel], axis=0)
             figs.append(
-                Figure(
+                ReportFigure(
                     f"holdout_arm{arm}",
                     save_figure(
                         holdout_reliability_diagrams(per_t, levels, title=f"{title}, arm {arm}"),
@@ -271,7 +292,7 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
         T = len(ref)
         window = min(300, max(T // 3, 1))
         figs.append(
-            Figure(
+            ReportFigure(
                 "variance",
                 save_figure(
                     variance_traces(
@@ -290,42 +311,30 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
             )
         )
     if scored:
-        err = {
-            k: (
-                t_of(rs),
-                _stack(rs, lambda d: mean_estimation_error(d["expected_reward"], d["mean"])),
-            )
-            for k, rs in scored.items()
-        }
         figs.append(
-            Figure(
+            error_figure(
+                scored,
                 "mean_error",
-                save_figure(
-                    estimation_error_curves(err, ylabel="|h(x) − μ̂(x)|", title=title),
-                    out / "mean_error",
-                ),
+                lambda d: mean_estimation_error(d["expected_reward"], d["mean"]),
+                "|h(x) − μ̂(x)|",
                 "Reward-mean estimation error |h(xₜ,ₐₜ) − θᵀφ(xₜ,ₐₜ)| of the arm played, "
                 "trailing mean over 100 rounds, mean ± std over seeds (Fig. ablation_study2 (a)).",
+                out,
+                title,
             )
         )
     if scored and known_var:
-        verr = {
-            k: (
-                t_of(rs),
-                _stack(rs, lambda d: variance_estimation_error(d["width"], d["sigma2_oracle"])),
-            )
-            for k, rs in scored.items()
-        }
         figs.append(
-            Figure(
+            error_figure(
+                scored,
                 "variance_error",
-                save_figure(
-                    estimation_error_curves(verr, ylabel="|φᵀA⁻¹φ − Var(r)|", title=title),
-                    out / "variance_error",
-                ),
+                lambda d: variance_estimation_error(d["width"], d["sigma2_oracle"]),
+                "|φᵀA⁻¹φ − Var(r)|",
                 "Variance estimation error |wₜ² − Var(rₜ)| (wₜ² = φᵀA⁻¹φ for the neural-linear "
                 "family), trailing mean over 100 rounds (Fig. ablation_study (b): compare the "
                 "`loss=mse` and `loss=mle` runs).",
+                out,
+                title,
             )
         )
     lat = []
@@ -337,7 +346,7 @@ def comparison_figures(comp: Comparison, out: Path, levels: NDArray[np.float64])
             {"policy": k, "select_mean": sm, "select_std": ss, "update_mean": um, "update_std": us}
         )
     figs.append(
-        Figure(
+        ReportFigure(
             "latency",
             save_figure(latency_bars(pd.DataFrame(lat), title=title), out / "latency"),
             "Seconds per 100 rounds of arm selection and of the update (network training "
