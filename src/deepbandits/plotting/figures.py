@@ -20,7 +20,11 @@ from deepbandits.plotting.style import (
     outside_legend,
     series_style,
     styled,
+    title_above,
 )
+
+RELIABILITY_X = "expected frequency (confidence level p)"
+RELIABILITY_Y = "observed frequency of F(r) ≤ p"
 
 #: ``{label: (rounds [T], values [n_seeds, T])}``: one curve per seed of each series.
 Curves = Mapping[str, tuple[ArrayLike, ArrayLike]]
@@ -58,8 +62,6 @@ def _diagonal(ax) -> None:
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_aspect("equal")
-    ax.set_xlabel("expected frequency (confidence level p)")
-    ax.set_ylabel("observed frequency of F(r) ≤ p")
 
 
 @styled
@@ -73,6 +75,8 @@ def reliability_diagram(
     _diagonal(ax)
     for i, (label, freq) in enumerate(observed.items()):
         ax.plot(p, np.asarray(freq), label=label, **series_style(i))
+    ax.set_xlabel(RELIABILITY_X)
+    ax.set_ylabel(RELIABILITY_Y)
     ax.set_title(title)
     outside_legend(ax)
     return fig
@@ -93,10 +97,10 @@ def holdout_reliability_diagrams(
         for i, (label, freq) in enumerate(curves.items()):
             ax.plot(p, np.asarray(freq), label=label, **series_style(i))
         ax.set_title(f"t = {t}")
-        if ax is not axes[0]:
-            ax.set_ylabel("")
+    axes[0].set_ylabel(RELIABILITY_Y)
+    fig.supxlabel(RELIABILITY_X, y=0.0, va="top")
     outside_legend(axes[-1])
-    fig.suptitle(title)
+    title_above(fig, title)
     return fig
 
 
@@ -138,7 +142,7 @@ def variance_traces(
         ax.set_ylabel("variance (reward units²)")
         ax.set_title(f"{name} {window} rounds")
     outside_legend(axes[-1])
-    fig.suptitle(title)
+    title_above(fig, title)
     return fig
 
 

@@ -66,19 +66,22 @@ def new_figure(
 ) -> tuple[Figure, list[Axes]]:
     """A row of ``ncols`` axes on a :class:`~matplotlib.figure.Figure` made without pyplot (no
     global state, no GUI backend: works headless and leaves a notebook's backend alone)."""
-    fig = Figure(figsize=(width + (ncols - 1) * 0.75 * width, height), layout="constrained")
-    axes = fig.subplots(1, ncols, squeeze=False)
+    fig = Figure(figsize=(width + (ncols - 1) * 0.75 * width, height))
+    axes = fig.subplots(1, ncols, squeeze=False, gridspec_kw={"wspace": 0.3})
     return fig, list(axes[0])
 
 
 def outside_legend(ax: Axes) -> None:
-    """A legend to the right of the axes (never over the data). It is left out of the layout, so
-    long labels widen the saved image (``bbox_inches="tight"``) instead of shrinking the axes."""
+    """A legend to the right of the axes (never over the data); the saved image widens to hold
+    it (``bbox_inches="tight"``), so long labels never shrink the axes."""
     if ax.get_legend_handles_labels()[0]:
-        legend = ax.legend(
-            loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False
-        )
-        legend.set_in_layout(False)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+
+
+def title_above(fig: Figure, title: str) -> None:
+    """A figure title above the axes' own titles."""
+    if title:
+        fig.suptitle(title, y=1.0, va="bottom")
 
 
 def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
