@@ -11,8 +11,9 @@ import deepbandits as db
 from deepbandits.cli import main
 from deepbandits.envs import ClassificationEnv
 from deepbandits.experiments.compare import compare
-from deepbandits.experiments.paper import reproduce
+from deepbandits.experiments.paper import EXPERIMENTS, reproduce
 from deepbandits.experiments.report import build_report, paired_table, summary_table
+from deepbandits.experiments.specs import parse_spec
 from deepbandits.metrics import (
     calibration_error,
     gaussian_pit,
@@ -21,6 +22,7 @@ from deepbandits.metrics import (
     run_metrics,
 )
 from deepbandits.plotting import holdout_reliability_diagrams, regret_curves
+from deepbandits.policies import distinct_policy_names
 
 TRAJECTORY = ["arm", "reward", "cum_regret", "mean", "width", "sigma2_hat"]
 
@@ -233,3 +235,25 @@ def test_demo_writes_a_report(tmp_path, capsys):
     assert main(["demo", "--T", "60", "--seeds", "0", "--out", str(out), "--no-progress"]) == 0
     assert f"{out / 'report' / 'index.html'}" in capsys.readouterr().out
     assert (out / "report" / "demo" / "holdout_arm0.png").is_file()  # checkpoint 0 <= T
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_paper_experiment_is_a_valid_configuration(name):
+    exp = EXPERIMENTS[name]
+    env_name, env_params = parse_spec(exp.env)
+    assert env_name in db.env_names()
+    if env_name in ("h1", "h2", "h3"):
+        db.make_env(env_name, **env_params)  # real datasets are not in CI
+    policies = distinct_policy_names() if exp.policies == ("all",) else exp.policies
+    for spec in policies:
+        policy_name, params = parse_spec(spec)
+        db.make_policy(policy_name, **params)
+    assert exp.seeds and all(c <= exp.T for c in exp.checkpoints)
+    assert exp.description.startswith(("Fig.", "Table"))
+
+
+def test_reproduce_runs_a_regret_experiment(tmp_path):
+    summary, page, _ = reproduce("linear", tmp_path / "lin", seeds=[0, 1], T=300, progress=False)
+    assert list(summary["policy"]) == ["linucb", "sigma2-linucb"]
+    assert (summary["seeds"] == 2).all() and page.is_file()
+    assert not (tmp_path / "lin" / "paper_reference.json").exists()

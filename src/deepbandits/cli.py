@@ -120,8 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reproduce",
         help="run one of the paper's experiments and report it",
         description="Run a named experiment of the paper (resumable) and write its report to "
-        "OUT/report. Experiments: "
-        + "; ".join(f"{k}: {v.description}" for k, v in EXPERIMENTS.items()),
+        "OUT/report. 'deepbandits list' describes each experiment.",
     )
     p_rep2.add_argument("experiment", help=f"one of: {', '.join(experiment_names())}")
     p_rep2.add_argument("--out", type=Path, default=None, help="default: results/EXPERIMENT")
@@ -147,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
             keys = ",".join(f"{k}={v}" for k, v in settings.items())
             print(f"  {name} = {base}:{keys}")
         print("environments:", ", ".join(env_names()))
-        print("paper experiments:", ", ".join(experiment_names()))
+        print("paper experiments (deepbandits reproduce NAME):")
+        for name in experiment_names():
+            exp = EXPERIMENTS[name]
+            print(f"  {name}: {exp.description} [{exp.env}; T={exp.T}; {len(exp.seeds)} seeds]")
         return 0
     try:
         if args.command == "report":

@@ -19,6 +19,7 @@ import pandas as pd
 from deepbandits._validation import check_choice
 from deepbandits.experiments.compare import compare
 from deepbandits.experiments.report import REFERENCE_FILE, build_report
+from deepbandits.policies import distinct_policy_names
 
 
 @dataclass(frozen=True)
@@ -67,14 +68,24 @@ QUANTITATIVE_REFERENCE: dict[str, Any] = {
 #: Hold-out checkpoints of Figs. calib_details_0..3.
 PAPER_CHECKPOINTS = (0, 2000, 5000, 7500)
 
+#: The policies of the paper's regret figures (Figs. demo, real_world).
+MAIN_POLICIES = ("linucb", "neural-ucb", "neural-linucb", "neural-sigma2-linucb")
+SEEDS_5 = (0, 1, 2, 3, 4)
+SEEDS_10 = tuple(range(10))
+
+
+def _regret(description: str, env: str, T: int, seeds: tuple[int, ...]) -> PaperExperiment:
+    return PaperExperiment(description, env=env, policies=MAIN_POLICIES, T=T, seeds=seeds)
+
+
 EXPERIMENTS: dict[str, PaperExperiment] = {
     "quantitative": PaperExperiment(
         "Table quantitative, Fig. calib, Figs. calib_details_0..3, Fig. ablation_study2: "
         "cumulative reward, calibration and sharpness on h1",
         env="h1",
-        policies=("linucb", "neural-ucb", "neural-linucb", "neural-sigma2-linucb"),
+        policies=MAIN_POLICIES,
         T=10000,
-        seeds=(0, 1, 2, 3, 4),
+        seeds=SEEDS_5,
         checkpoints=PAPER_CHECKPOINTS,
         reference=QUANTITATIVE_REFERENCE,
     ),
@@ -83,8 +94,69 @@ EXPERIMENTS: dict[str, PaperExperiment] = {
         env="h1",
         policies=("neural-linucb", "oracle-mse", "mle-var", "range-mse", "range-mle"),
         T=10000,
-        seeds=(0, 1, 2, 3, 4),
+        seeds=SEEDS_5,
         checkpoints=PAPER_CHECKPOINTS,
+    ),
+    **{
+        f"demo-{h}": _regret(f"Fig. demo ({h}): cumulative regret, 10 seeds", h, 10000, SEEDS_10)
+        for h in ("h1", "h2", "h3")
+    },
+    "full-demo": PaperExperiment(
+        "Fig. full_demo: every policy and configuration of the library on h1, 10 seeds",
+        env="h1",
+        policies=("all",),
+        T=10000,
+        seeds=SEEDS_10,
+    ),
+    **{
+        f"real-{name}": _regret(
+            f"Fig. real_world ({name}): cumulative regret, T = 15000, 5 seeds (the paper's text)",
+            name,
+            15000,
+            SEEDS_5,
+        )
+        for name in ("mnist", "shuttle", "covertype", "cifar10")
+    },
+    "dynamic-range": PaperExperiment(
+        "Fig. ab_dynamic (b): shuttle with rewards {0,1} then {1,3} from T/2",
+        env="shuttle:dynamic_range=True",
+        policies=("neural-ucb", "neural-linucb", "neural-sigma2-linucb"),
+        T=15000,
+        seeds=SEEDS_5,
+    ),
+    "linear": PaperExperiment(
+        "Fig. ab_dynamic (a): h1 without a network, LinUCB against σ²-LinUCB",
+        env="h1",
+        policies=("linucb", "sigma2-linucb"),
+        T=10000,
+        seeds=SEEDS_5,
+    ),
+    **{
+        f"noise-{kind}": _regret(
+            f"Fig. demo_in_de_crease_noise ({'a' if kind == 'rising' else 'b'}): h1 with noise "
+            f"{'rising 1→10' if kind == 'rising' else 'falling 2→0'}",
+            f"h1:noise={kind}",
+            10000,
+            SEEDS_5,
+        )
+        for kind in ("rising", "falling")
+    },
+    "heuristic": PaperExperiment(
+        "Fig. heuristic: σ²ₜ set by a schedule (1→0, 10→0) against Eq. 13, on h1",
+        env="h1",
+        policies=("neural-linucb", "heuristic-1", "heuristic-10", "neural-sigma2-linucb"),
+        T=10000,
+        seeds=SEEDS_5,
+    ),
+    "true-alpha": PaperExperiment(
+        "Fig. true_alpha: αₜ of Theorem 4.1 (M = 0.1, δ = 0.1) on h1",
+        env="h1",
+        policies=(
+            "neural-linucb:alpha=theory,M=0.1,delta=0.1",
+            "neural-sigma2-linucb:alpha=theory,M=0.1,delta=0.1",
+        ),
+        T=10000,
+        seeds=SEEDS_5,
     ),
 }
 
@@ -109,8 +181,9 @@ def reproduce(
     out = Path(out)
     T = exp.T if T is None else T
     checkpoints = [c for c in exp.checkpoints if c <= T]
+    policies = distinct_policy_names() if exp.policies == ("all",) else list(exp.policies)
     summary = compare(
-        list(exp.policies),
+        policies,
         exp.env,
         list(exp.seeds if seeds is None else seeds),
         T,
