@@ -182,6 +182,19 @@ def test_report_builds_and_references_only_existing_files(tmp_path):
     assert (summary["seeds"] == 2).all()
     readme = md.read_text()
     assert "| policy | seeds | T | final regret ↓ | cumulative reward ↑ | cal₁ ↓" in readme
+    # the reliability data behind the figures agree with cal₂: Σ_j (p_j − observed_j)²
+    folder = tmp_path / "report" / "h1"
+    rel = pd.read_csv(folder / "holdout_reliability.csv")
+    cal2 = pd.read_csv(folder / "holdout_cal2.csv")
+    cal2 = cal2[cal2["arm"] != "all"].astype({"arm": int})
+    assert len(cal2) == 2 * 2 * 2 * 4  # policies × seeds × checkpoints × arms
+    keys = ["policy", "seed", "checkpoint", "arm"]
+    gaps = rel.assign(sq=(rel["level"] - rel["observed"]) ** 2).groupby(keys)["sq"].sum()
+    np.testing.assert_allclose(cal2.set_index(keys)["cal2"].sort_index(), gaps.sort_index())
+    in_run = pd.read_csv(folder / "reliability.csv")
+    assert (
+        in_run.groupby(["policy", "seed"])["observed"].apply(lambda o: o.is_monotonic_increasing)
+    ).all()
     assert '"checkpoints": [\n    0,\n    80\n  ]' in readme
 
 

@@ -7,7 +7,10 @@ calibration error cal₁ of Eq. calib, sharpness of Eq. sharpness, hold-out cali
 Eq. calib2 at the last checkpoint, wall time), a paired comparison of every policy with the
 lowest-regret one, the figures that its results allow, and the configuration of its runs.
 ``report/index.html`` and ``report/README.md`` hold the same content; figures (PNG + SVG) and the
-tables as CSV lie in one folder per comparison.
+tables as CSV lie in one folder per comparison: ``runs.csv`` (every metric of every run),
+``summary.csv`` (mean and std over seeds), ``paired.csv``, and the reliability data behind the
+figures, ``reliability.csv`` (in-run), ``holdout_reliability.csv`` and ``holdout_cal2.csv``
+(per checkpoint and arm).
 """
 
 from __future__ import annotations
@@ -120,6 +123,45 @@ def run_table(comp: Comparison, levels: ArrayLike | None = None) -> pd.DataFrame
             row["update_s_per_100"] = seconds_per_100(r.records, ["time_update", "time_train"])
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def reliability_tables(
+    comp: Comparison, levels: NDArray[np.float64]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The data behind the reliability figures, one row per level: in-run (policy, seed) and
+    hold-out (policy, seed, checkpoint, arm), and cal₂ per (policy, seed, checkpoint, arm)."""
+    in_run, held, cal2 = [], [], []
+    for label, runs in comp.runs.items():
+        for r in runs:
+            seed = r.config.get("seed")
+            if _finite([r], "mean") and _finite([r], "width"):
+                freq = reliability_curve(r.records, levels)
+                in_run.append(
+                    pd.DataFrame({"policy": label, "seed": seed, "level": levels, "observed": freq})
+                )
+            if r.holdout is None:
+                continue
+            cal = holdout_calibration(r.holdout, levels)
+            cal2.append(cal.assign(policy=label, seed=seed))
+            for (t, arm), g in r.holdout.groupby(["checkpoint", "arm"]):
+                freq = reliability_curve(g, levels)
+                held.append(
+                    pd.DataFrame(
+                        {
+                            "policy": label,
+                            "seed": seed,
+                            "checkpoint": t,
+                            "arm": arm,
+                            "level": levels,
+                            "observed": freq,
+                        }
+                    )
+                )
+
+    def cat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    return cat(in_run), cat(held), cat(cal2)
 
 
 def summary_table(per_run: pd.DataFrame) -> pd.DataFrame:
@@ -376,6 +418,10 @@ def comparison_blocks(
     per_run.to_csv(out / "runs.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     paired.to_csv(out / "paired.csv", index=False)
+    names = ("reliability.csv", "holdout_reliability.csv", "holdout_cal2.csv")
+    for name, table in zip(names, reliability_tables(comp, levels), strict=True):
+        if len(table):
+            table.to_csv(out / name, index=False)
     rel = out.relative_to(root_out)
     blocks: list[Block] = [("h2", comp.name), ("p", f"Runs from `{comp.folder}`.")]
     header = ["policy", "seeds", "T"] + [h for _, h in METRICS]
