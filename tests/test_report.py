@@ -22,6 +22,7 @@ from deepbandits.metrics import (
     run_metrics,
 )
 from deepbandits.plotting import holdout_reliability_diagrams, regret_curves
+from deepbandits.plotting.style import series_styles
 from deepbandits.policies import distinct_policy_names
 
 TRAJECTORY = ["arm", "reward", "cum_regret", "mean", "width", "sigma2_hat"]
@@ -270,3 +271,17 @@ def test_reproduce_runs_a_regret_experiment(tmp_path):
     assert list(summary["policy"]) == ["linucb", "sigma2-linucb"]
     assert (summary["seeds"] == 2).all() and page.is_file()
     assert not (tmp_path / "lin" / "paper_reference.json").exists()
+
+
+def test_a_policy_has_one_style_in_every_figure():
+    def key(style):
+        return style["color"], style["linestyle"], style["marker"]
+
+    alone = series_styles(["neural-sigma2-linucb"])
+    mixed = series_styles(
+        ["linucb", "neural-sigma2-linucb:variance=oracle", "neural-sigma2-linucb"]
+    )
+    assert key(alone[0]) == key(mixed[2])  # the main policy keeps its style
+    assert len({key(s) for s in mixed}) == 3  # its variant gets another one
+    many = series_styles([f"custom-{i}" for i in range(20)])
+    assert len({key(s) for s in many}) == 20

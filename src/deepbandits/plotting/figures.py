@@ -8,6 +8,7 @@ and SVG."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ from deepbandits.plotting.style import (
     PALETTE,
     new_figure,
     outside_legend,
-    series_style,
+    series_styles,
     styled,
     title_above,
 )
@@ -30,19 +31,23 @@ RELIABILITY_Y = "observed frequency of F(r) ≤ p"
 Curves = Mapping[str, tuple[ArrayLike, ArrayLike]]
 
 
-def _band(ax, i: int, label: str, t: NDArray, values: NDArray) -> None:
+def _band(ax, style: dict[str, Any], label: str, t: NDArray, values: NDArray) -> None:
     mean, std = values.mean(axis=0), values.std(axis=0)
-    style = series_style(i, len(t))
     ax.plot(t, mean, label=f"{label} (n={len(values)})", **style)
     ax.fill_between(t, mean - std, mean + std, color=style["color"], alpha=0.15, linewidth=0)
+
+
+def _longest(curves: Curves) -> int:
+    return max((len(np.asarray(t)) for t, _ in curves.values()), default=0)
 
 
 @styled
 def regret_curves(curves: Curves, title: str = "") -> Figure:
     """Cumulative pseudo-regret against rounds, mean ± one std band over seeds."""
     fig, (ax,) = new_figure()
-    for i, (label, (t, values)) in enumerate(curves.items()):
-        _band(ax, i, label, np.asarray(t), np.atleast_2d(np.asarray(values, dtype=float)))
+    styles = series_styles(list(curves), _longest(curves))
+    for style, (label, (t, values)) in zip(styles, curves.items(), strict=True):
+        _band(ax, style, label, np.asarray(t), np.atleast_2d(np.asarray(values, dtype=float)))
     ax.set_xlabel("round t")
     ax.set_ylabel("cumulative pseudo-regret")
     ax.set_title(title)
@@ -73,8 +78,8 @@ def reliability_diagram(
     fig, (ax,) = new_figure(width=4.6, height=3.6)
     p = np.asarray(levels)
     _diagonal(ax)
-    for i, (label, freq) in enumerate(observed.items()):
-        ax.plot(p, np.asarray(freq), label=label, **series_style(i))
+    for style, (label, freq) in zip(series_styles(list(observed)), observed.items(), strict=True):
+        ax.plot(p, np.asarray(freq), label=label, **style)
     ax.set_xlabel(RELIABILITY_X)
     ax.set_ylabel(RELIABILITY_Y)
     ax.set_title(title)
@@ -94,8 +99,8 @@ def holdout_reliability_diagrams(
     p = np.asarray(levels)
     for ax, (t, curves) in zip(axes, observed.items(), strict=True):
         _diagonal(ax)
-        for i, (label, freq) in enumerate(curves.items()):
-            ax.plot(p, np.asarray(freq), label=label, **series_style(i))
+        for style, (label, freq) in zip(series_styles(list(curves)), curves.items(), strict=True):
+            ax.plot(p, np.asarray(freq), label=label, **style)
         ax.set_title(f"t = {t}")
     axes[0].set_ylabel(RELIABILITY_Y)
     fig.supxlabel(RELIABILITY_X, y=0.0, va="top")
@@ -128,14 +133,12 @@ def variance_traces(
     ):
         true = np.maximum(var[part], VARIANCE_FLOOR)
         ax.plot(t[part], true, color="0.45", linewidth=1.0, label="Var(r_t) (true)")
-        for i, (label, est) in enumerate(estimates.items()):
-            style = series_style(i + 1, len(t[part]))
+        styles = series_styles(list(estimates), len(t[part]))
+        for style, (label, est) in zip(styles, estimates.items(), strict=True):
             values = np.maximum(np.asarray(est, dtype=float)[part], VARIANCE_FLOOR)
             ax.plot(t[part], values, label=f"σ̂²_t, {label}", **style)
         if bound is not None:
-            ax.axhline(
-                bound, color=PALETTE[5], linestyle="--", linewidth=1.4, label=f"R² = {bound:g}"
-            )
+            ax.axhline(bound, color="0.2", linestyle="--", linewidth=1.4, label=f"R² = {bound:g}")
         ax.set_yscale("log")
         ax.set_ylim(bottom=VARIANCE_FLOOR)
         ax.set_xlabel("round t")
@@ -162,9 +165,10 @@ def estimation_error_curves(
     """A per-round error (e.g. |h − μ̂| or |w² − Var(r)|), averaged over a trailing ``window``
     of rounds, mean ± one std band over seeds (Figs. ablation_study2 (a), ablation_study (b))."""
     fig, (ax,) = new_figure()
-    for i, (label, (t, values)) in enumerate(curves.items()):
+    styles = series_styles(list(curves), _longest(curves))
+    for style, (label, (t, values)) in zip(styles, curves.items(), strict=True):
         smooth = rolling_mean(np.atleast_2d(np.asarray(values, dtype=float)), window)
-        _band(ax, i, label, np.asarray(t), smooth)
+        _band(ax, style, label, np.asarray(t), smooth)
     ax.set_yscale("log")
     ax.set_xlabel("round t")
     ax.set_ylabel(f"{ylabel} (mean of last {window} rounds)")

@@ -5,7 +5,8 @@ separates them, legends outside the axes so they never hide data."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -32,18 +33,49 @@ RC = {
 }
 
 
-def series_style(i: int, n_points: int = 0) -> dict[str, Any]:
-    """Colour, line style and (every ~n_points/8 points) marker of series ``i``."""
+#: Fixed styles of the paper's main policies, so that a policy looks the same in every figure.
+FIXED_STYLES = {
+    "linucb": 0,
+    "neural-linucb": 1,
+    "neural-sigma2-linucb": 2,
+    "neural-ucb": 3,
+    "neural-ts": 4,
+    "neural-lingreedy": 5,
+    "sigma2-linucb": 6,
+    "kernel-ucb": 7,
+}
+
+
+def series_style(k: int, n_points: int = 0) -> dict[str, Any]:
+    """Colour, line style and marker of style ``k`` (distinct for k < 32), with a marker every
+    ~n_points/8 points."""
     style: dict[str, Any] = {
-        "color": PALETTE[i % len(PALETTE)],
-        "linestyle": LINESTYLES[i % len(LINESTYLES)],
-        "marker": MARKERS[i % len(MARKERS)],
+        "color": PALETTE[k % len(PALETTE)],
+        "linestyle": LINESTYLES[(k + k // len(PALETTE)) % len(LINESTYLES)],
+        "marker": MARKERS[(k + 3 * (k // len(PALETTE))) % len(MARKERS)],
         "markersize": 4,
         "linewidth": 1.6,
     }
     if n_points > 12:
         style["markevery"] = max(n_points // 8, 1)
     return style
+
+
+def series_styles(labels: Sequence[str], n_points: int = 0) -> list[dict[str, Any]]:
+    """One style per label: a main policy (by the name before any ``:``) keeps its fixed style
+    (:data:`FIXED_STYLES`); every other label takes the first style not used in this figure,
+    so no two series share one."""
+    names = [label.split(":")[0].strip() for label in labels]
+    fixed = [FIXED_STYLES.get(name) for name in names]
+    owners = {k: i for i, k in reversed(list(enumerate(fixed))) if k is not None}
+    taken = set(owners)
+    indices = []
+    for i, k in enumerate(fixed):
+        if k is None or owners[k] != i:  # not a main policy, or a variant of one already drawn
+            k = next(j for j in itertools.count() if j not in taken)
+            taken.add(k)
+        indices.append(k)
+    return [series_style(k, n_points) for k in indices]
 
 
 P = ParamSpec("P")
