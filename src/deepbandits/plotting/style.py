@@ -63,11 +63,15 @@ def series_style(k: int, n_points: int = 0) -> dict[str, Any]:
 
 def series_styles(labels: Sequence[str], n_points: int = 0) -> list[dict[str, Any]]:
     """One style per label: a main policy (by the name before any ``:``) keeps its fixed style
-    (:data:`FIXED_STYLES`); every other label takes the first style not used in this figure,
-    so no two series share one."""
+    (:data:`FIXED_STYLES`; among variants of one policy, the plain name keeps it); every other
+    label takes the first style not used in this figure, so no two series share one."""
     names = [label.split(":")[0].strip() for label in labels]
     fixed = [FIXED_STYLES.get(name) for name in names]
-    owners = {k: i for i, k in reversed(list(enumerate(fixed))) if k is not None}
+    plain = [label.strip() == name for label, name in zip(labels, names, strict=True)]
+    owners: dict[int, int] = {}  # style → the label that keeps it: the plain name, else the first
+    for i, k in enumerate(fixed):
+        if k is not None and (k not in owners or (plain[i] and not plain[owners[k]])):
+            owners[k] = i
     taken = set(owners)
     indices = []
     for i, k in enumerate(fixed):
