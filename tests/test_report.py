@@ -285,3 +285,15 @@ def test_a_policy_has_one_style_in_every_figure():
     assert len({key(s) for s in mixed}) == 3  # its variant gets another one
     many = series_styles([f"custom-{i}" for i in range(20)])
     assert len({key(s) for s in many}) == 20
+
+
+def test_report_names_a_corrupt_run_file(tmp_path, capsys):
+    results = small_results(tmp_path)
+    bad = results / "h1" / "linucb" / "seed_1.json"
+    bad.write_text('{"seed": 1, "policy": ')  # truncated
+    assert main(["report", str(results), "--out", str(tmp_path / "r")]) == 2
+    assert "seed_1" in capsys.readouterr().err
+    bad.write_text("{}")
+    (results / "h1" / "linucb" / "seed_1.csv").write_text("t,reward\n1,0.5\n")
+    with pytest.raises(ValueError, match=r"lacks the columns \['cum_regret', 'mean', 'width'\]"):
+        build_report(results, tmp_path / "r")

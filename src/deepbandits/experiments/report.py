@@ -81,6 +81,18 @@ def find_comparisons(root: str | Path) -> list[Path]:
     return sorted({p.parent.parent for p in root.rglob("seed_*.json")})
 
 
+def load_run(stem: Path) -> RunResult:
+    """A run's files, or a ValueError that names the one that cannot be read."""
+    try:
+        run = RunResult.load(stem)
+    except (OSError, ValueError) as exc:  # JSON and CSV parse errors are ValueErrors
+        raise ValueError(f"cannot read the run {stem} (.csv/.json/.holdout.csv): {exc}") from exc
+    missing = {"t", "reward", "cum_regret", "mean", "width"} - set(run.records.columns)
+    if missing:
+        raise ValueError(f"the run {stem}.csv lacks the columns {sorted(missing)}")
+    return run
+
+
 def load_comparison(folder: Path, name: str) -> Comparison:
     """The runs under ``folder``, labelled by the policy spec they were run with."""
     runs: dict[str, list[RunResult]] = {}
@@ -89,7 +101,7 @@ def load_comparison(folder: Path, name: str) -> Comparison:
         stems = [s for s in stems if s.with_suffix(".csv").exists()]
         if not stems:
             continue
-        loaded = sorted((RunResult.load(s) for s in stems), key=lambda r: r.config.get("seed", 0))
+        loaded = sorted((load_run(s) for s in stems), key=lambda r: r.config.get("seed", 0))
         label = loaded[0].config.get("policy", {}).get("spec", policy_dir.name)
         runs[label] = loaded
     ref_path = folder / REFERENCE_FILE
