@@ -92,3 +92,16 @@ def test_compare_all_runs_every_distinct_policy_and_configuration(tmp_path, caps
     config = json.loads((out / "heuristic-1" / "seed_0.json").read_text())
     assert config["policy"]["params"]["horizon"] == 30  # the runner gave the horizon
     assert (out / "regret.png").stat().st_size > 0
+
+
+def test_resuming_with_other_settings_is_refused(tmp_path, capsys):
+    out = str(tmp_path / "cmp")
+    args = ["compare", "--env", "h1", "--policy", "linucb", "--seeds", "0", "--out", out]
+    assert main([*args, "--T", "50", "--no-progress"]) == 0
+    assert main([*args, "--T", "50", "--no-progress"]) == 0  # same settings: resumed
+    capsys.readouterr()
+    assert main([*args, "--T", "60", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "seed_0 was run with T 50 (now 60)" in err
+    assert main([*args, "--T", "50", "--checkpoints", "0", "--no-progress"]) == 2
+    assert "checkpoints () (now (0,))" in capsys.readouterr().err

@@ -14,6 +14,7 @@ interrupted comparison loses nothing and resumes where it stopped.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import re
 from collections.abc import Sequence
@@ -97,6 +98,27 @@ def run_job(job: Job, progress: bool = False) -> Path:
     return result.save(job.stem)[0]
 
 
+def check_finished(job: Job) -> None:
+    """A finished run is reused only if it was made with the same environment, T and
+    checkpoints; otherwise the comparison would mix runs silently, so this raises."""
+    try:
+        config = json.loads(job.stem.with_suffix(".json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read the finished run {job.stem}.json: {exc}") from exc
+    found = {
+        "env": config.get("env", {}).get("spec"),
+        "T": config.get("T"),
+        "checkpoints": tuple(config.get("checkpoints") or ()),
+    }
+    wanted = {"env": job.env_spec, "T": job.T, "checkpoints": job.checkpoints}
+    diff = [f"{k} {found[k]!r} (now {wanted[k]!r})" for k in wanted if found[k] != wanted[k]]
+    if diff:
+        raise ValueError(
+            f"{job.stem} was run with {', '.join(diff)}; write to another --out folder or "
+            "delete that run to redo it"
+        )
+
+
 def compare(
     policy_specs: list[str],
     env_spec: str,
@@ -121,8 +143,11 @@ def compare(
     for spec in policy_specs:
         for seed in seeds:
             stem = out / label_of(spec) / f"seed_{seed}"
-            if not (stem.with_suffix(".csv").exists() and stem.with_suffix(".json").exists()):
-                todo.append(Job(spec, env_spec, seed, T, stem, points, holdout_size))
+            job = Job(spec, env_spec, seed, T, stem, points, holdout_size)
+            if stem.with_suffix(".csv").exists() and stem.with_suffix(".json").exists():
+                check_finished(job)
+            else:
+                todo.append(job)
     bar = tqdm(total=len(todo), desc="runs", disable=not progress or not todo)
     if jobs > 1 and len(todo) > 1:
         ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
