@@ -297,3 +297,14 @@ def test_report_names_a_corrupt_run_file(tmp_path, capsys):
     (results / "h1" / "linucb" / "seed_1.csv").write_text("t,reward\n1,0.5\n")
     with pytest.raises(ValueError, match=r"lacks the columns \['cum_regret', 'mean', 'width'\]"):
         build_report(results, tmp_path / "r")
+
+
+def test_bootstrapped_nn_forecasts_with_its_members_spread():
+    policy = db.make_policy("bootstrapped-nn", seed=0, warmup_every=10, train_steps=20)
+    result = db.run(policy, db.make_env("h1", seed=0), 60, seed=0)
+    assert (result.records["width"] > 0).all()
+    env = db.make_env("h1", seed=5)
+    X = env.next_round().contexts
+    out = np.stack([m.forward(X)[:, 0] for m in policy.members_])
+    np.testing.assert_allclose(policy.predict(X)[1], out.std(axis=0))
+    assert np.isfinite(run_metrics(result.records)["calibration_error"])

@@ -10,8 +10,8 @@ the paper's code, the width is not multiplied by α and no noise variance is add
   unweighted ridge it is the same under unit noise variance, which is why the paper reports
   Neural-LinUCB and LinUCB as sharp but over-confident.
 * NeuralUCB and NeuralTS: wₜ = √(gᵀZ⁻¹g/m), the width their index multiplies by γ (ν).
-* BootstrappedNN: the standard deviation of its members' predictions (hold-out forecasts); its
-  in-run record has width 0 (greedy on one member), a point forecast.
+* BootstrappedNN: the standard deviation of its members' predictions (its mean in-run is the
+  prediction of the member it follows that round, on the hold-out set the members' average).
 """
 
 from __future__ import annotations

@@ -79,10 +79,12 @@ class BootstrappedNN(Policy):
         return out.mean(axis=0), out.std(axis=0)
 
     def _index(self, X: Contexts) -> Array:
+        """Greedy on one member drawn at random; the record keeps that member's prediction as
+        the mean and the members' spread as the width (the forecast's standard deviation)."""
         member = int(self._rng.integers(len(self.members_)))
-        mean = self.members_[member].forward(X)[:, 0]
-        self.last_selection_ = {"mean": mean, "width": np.zeros_like(mean)}
-        return mean
+        out = self._outputs(X)
+        self.last_selection_ = {"mean": out[member], "width": out.std(axis=0)}
+        return out[member]
 
     def _learn(
         self,
