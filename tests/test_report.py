@@ -22,6 +22,7 @@ from deepbandits.metrics import (
     run_metrics,
 )
 from deepbandits.plotting import holdout_reliability_diagrams, regret_curves
+from deepbandits.plotting.figures import band_edges
 from deepbandits.plotting.style import series_styles
 from deepbandits.policies import distinct_policy_names
 
@@ -148,6 +149,17 @@ def test_figures_have_the_expected_axes_and_lines():
     panels = [a for a in fig.axes if a.get_title().startswith("t = ")]
     assert [a.get_title() for a in panels] == ["t = 0", "t = 500"]
     assert all(len(a.get_lines()) == 3 for a in panels)  # diagonal + two policies
+
+
+def test_band_stays_within_the_seeds_range():
+    # one seed of three far off: mean - std would be negative, below every seed
+    values = np.array([[0.0, 100.0, 200.0], [0.0, 100.0, 200.0], [0.0, 2000.0, 9000.0]])
+    mean, low, high = band_edges(values)
+    np.testing.assert_allclose(mean, values.mean(axis=0))
+    assert (values.mean(axis=0) - values.std(axis=0) < 0)[1:].all()
+    np.testing.assert_array_equal(low, values.min(axis=0))
+    np.testing.assert_allclose(high, mean + values.std(axis=0))
+    assert (low <= mean).all() and (mean <= high).all() and (high <= values.max(axis=0)).all()
 
 
 def small_results(tmp_path: Path) -> Path:

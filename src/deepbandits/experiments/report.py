@@ -291,8 +291,8 @@ def comparison_figures(
         ReportFigure(
             "regret",
             save_figure(regret_curves(curves, title=title), out / "regret"),
-            "Cumulative pseudo-regret, mean ± one standard deviation over seeds "
-            "(Figs. demo, real_world).",
+            "Cumulative pseudo-regret, mean ± one standard deviation over seeds, the band "
+            "clipped to the seeds' own range (Figs. demo, real_world).",
         )
     )
     scored = {k: rs for k, rs in runs.items() if _finite(rs, "mean") and _finite(rs, "width")}

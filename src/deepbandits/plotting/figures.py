@@ -31,10 +31,22 @@ RELIABILITY_Y = "observed frequency of F(r) ≤ p"
 Curves = Mapping[str, tuple[ArrayLike, ArrayLike]]
 
 
-def _band(ax, style: dict[str, Any], label: str, t: NDArray, values: NDArray) -> None:
+def band_edges(values: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+    """Mean over seeds (axis 0) and the mean ± one std band, clipped to the seeds' own range.
+
+    With skewed spreads (one seed of three far off) mean − std can fall below every seed, e.g.
+    below 0 for a regret; the clipped band never shows a value no seed reached.
+    """
     mean, std = values.mean(axis=0), values.std(axis=0)
+    low = np.maximum(mean - std, values.min(axis=0))
+    high = np.minimum(mean + std, values.max(axis=0))
+    return mean, low, high
+
+
+def _band(ax, style: dict[str, Any], label: str, t: NDArray, values: NDArray) -> None:
+    mean, low, high = band_edges(values)
     ax.plot(t, mean, label=f"{label} (n={len(values)})", **style)
-    ax.fill_between(t, mean - std, mean + std, color=style["color"], alpha=0.15, linewidth=0)
+    ax.fill_between(t, low, high, color=style["color"], alpha=0.15, linewidth=0)
 
 
 def _longest(curves: Curves) -> int:
@@ -43,7 +55,7 @@ def _longest(curves: Curves) -> int:
 
 @styled
 def regret_curves(curves: Curves, title: str = "") -> Figure:
-    """Cumulative pseudo-regret against rounds, mean ± one std band over seeds."""
+    """Cumulative pseudo-regret against rounds, mean ± one std band over seeds (`band_edges`)."""
     fig, (ax,) = new_figure()
     styles = series_styles(list(curves), _longest(curves))
     for style, (label, (t, values)) in zip(styles, curves.items(), strict=True):
