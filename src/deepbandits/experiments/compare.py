@@ -8,6 +8,10 @@ Layout of an output folder::
     out/summary.csv                   final regret mean ± std over seeds, wall time, per policy
     out/regret.png, out/regret.svg    cumulative regret, mean ± std band per policy
 
+``summary.csv`` and the plot cover the policies and seeds of the latest call, so several calls
+into one folder (one policy at a time, say) each rewrite them; ``deepbandits report`` summarises
+every finished run in a folder.
+
 Each run is written as soon as it finishes and skipped when its files already exist, so an
 interrupted comparison loses nothing and resumes where it stopped.
 """
