@@ -372,7 +372,8 @@ def comparison_figures(
                 lambda d: mean_estimation_error(d["expected_reward"], d["mean"]),
                 "|h(x) − μ̂(x)|",
                 "Reward-mean estimation error |h(xₜ,ₐₜ) − θᵀφ(xₜ,ₐₜ)| of the arm played, "
-                "trailing mean over 100 rounds, mean ± std over seeds (Fig. ablation_study2 (a)).",
+                "trailing mean over 100 rounds, mean ± std over seeds clipped to the seeds' "
+                "range (Fig. ablation_study2 (a)).",
                 out,
                 title,
             )
@@ -385,7 +386,8 @@ def comparison_figures(
                 lambda d: variance_estimation_error(d["width"], d["sigma2_oracle"]),
                 "|φᵀA⁻¹φ − Var(r)|",
                 "Variance estimation error |wₜ² − Var(rₜ)| (wₜ² = φᵀA⁻¹φ for the neural-linear "
-                "family), trailing mean over 100 rounds (Fig. ablation_study (b): compare the "
+                "family), trailing mean over 100 rounds, mean ± std over seeds clipped to the seeds' "
+                "range (Fig. ablation_study (b): compare the "
                 "`loss=mse` and `loss=mle` runs).",
                 out,
                 title,

@@ -175,7 +175,8 @@ def estimation_error_curves(
     curves: Curves, ylabel: str, window: int = 100, title: str = ""
 ) -> Figure:
     """A per-round error (e.g. |h − μ̂| or |w² − Var(r)|), averaged over a trailing ``window``
-    of rounds, mean ± one std band over seeds (Figs. ablation_study2 (a), ablation_study (b))."""
+    of rounds, mean ± one std band over seeds (`band_edges`; Figs. ablation_study2 (a),
+    ablation_study (b))."""
     fig, (ax,) = new_figure()
     styles = series_styles(list(curves), _longest(curves))
     for style, (label, (t, values)) in zip(styles, curves.items(), strict=True):
