@@ -386,9 +386,9 @@ def comparison_figures(
                 lambda d: variance_estimation_error(d["width"], d["sigma2_oracle"]),
                 "|φᵀA⁻¹φ − Var(r)|",
                 "Variance estimation error |wₜ² − Var(rₜ)| (wₜ² = φᵀA⁻¹φ for the neural-linear "
-                "family), trailing mean over 100 rounds, mean ± std over seeds clipped to the seeds' "
-                "range (Fig. ablation_study (b): compare the "
-                "`loss=mse` and `loss=mle` runs).",
+                "family), trailing mean over 100 rounds, mean ± std over seeds clipped to the "
+                "seeds' range (Fig. ablation_study (b): compare the `loss=mse` and `loss=mle` "
+                "runs).",
                 out,
                 title,
             )
