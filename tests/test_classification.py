@@ -3,12 +3,14 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import deepbandits as db
 from deepbandits.cli import main
 from deepbandits.encoding import BlockContexts
-from deepbandits.envs import ClassificationEnv
+from deepbandits.envs import DATASET_PREPROCESS, ClassificationEnv
+from deepbandits.envs import classification as classification_module
 from deepbandits.experiments.compare import build_policy
 
 
@@ -21,7 +23,7 @@ def labelled(n=40, D=6, seed=0):
 
 def test_reward_is_one_exactly_for_the_labelled_arm():
     X, y = labelled()
-    env = db.make_env("classification", X=X, y=y, seed=0)
+    env = db.make_env("classification", X=X, y=y, seed=0, preprocess="l2")
     arms = {"cat": 0, "dog": 1, "emu": 2}  # sorted label order
     order = env._order
     for t in range(len(X)):
@@ -73,7 +75,7 @@ def test_bad_data_is_rejected_with_a_clear_message():
     X, y = labelled()
     with pytest.raises(ValueError, match="one label per row"):
         ClassificationEnv(X, y[:-1])
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="NaN or inf: first at row 0, column 0"):
         ClassificationEnv(np.full((3, 2), np.nan), [0, 1, 0])
     with pytest.raises(ValueError, match="distinct label"):
         ClassificationEnv(X, np.zeros(len(X)))
@@ -104,6 +106,13 @@ def test_real_dataset_env_uses_the_paper_defaults(tmp_path, monkeypatch):
     (folder / "shuttle.tst").write_text(rows)
     env = db.make_env("shuttle", data_dir=tmp_path, seed=0, download=False)
     assert env.n_arms == 3 and env.get_params()["dataset"] == "shuttle"
+    # the paper's preprocessing (DATASET_PREPROCESS): every sample L2-normalised, no statistics
+    assert DATASET_PREPROCESS["shuttle"] == "l2" and env.get_params()["preprocess"] == "l2"
+    assert "preprocess_stats" not in env.get_params()
+    np.testing.assert_allclose(np.linalg.norm(env.sample(0)), 1.0)
+    own = db.make_env("shuttle", data_dir=tmp_path, download=False, preprocess="standardize")
+    assert own.get_params()["preprocess"] == "standardize"
+    np.testing.assert_allclose(own.sample(0), (own.X[0] - own.X.mean(0)) / own.scale_)
     policy = build_policy("neural-linucb", env)
     assert policy.get_params()["feature_dim"] == 64 and policy.get_params()["train_every"] == 100
     assert build_policy("neural-linucb:feature_dim=8", env).get_params()["feature_dim"] == 8
@@ -156,3 +165,162 @@ def test_every_policy_plays_the_same_arms_on_block_and_dense_contexts(name):
         policy = db.make_policy(name, **params)
         arms.append(db.run(policy, env, 25, seed=0).records["arm"].tolist())
     assert arms[0] == arms[1]
+
+
+# --- preprocessing -------------------------------------------------------------------------
+
+
+def with_constant_column(n=50, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(3.0, 2.0, size=(n, 4))
+    X[:, 1] = 7.5  # constant: scale 1, then 0 after centring
+    X[:, 3] = rng.integers(0, 4, n)
+    return X, rng.integers(0, 3, n)
+
+
+def test_standardize_is_the_default_and_uses_only_the_column_statistics():
+    X, y = with_constant_column()
+    env = db.make_env("classification", X=X, y=y, seed=0)
+    assert env.preprocess == "standardize"
+    mean = X.sum(axis=0) / len(X)
+    std = np.sqrt(((X - mean) ** 2).sum(axis=0) / len(X))  # population std
+    scale = np.where(std > 0, std, 1.0)
+    for i in range(len(X)):
+        x = env.sample(i)
+        assert x.dtype == np.float64 and np.isfinite(x).all()
+        np.testing.assert_allclose(x, (X[i] - mean) / scale, rtol=1e-12, atol=1e-12)
+        assert x[1] == 0.0
+    stats = env.get_params()["preprocess_stats"]
+    assert env.get_params()["preprocess"] == "standardize"
+    assert all(type(v) is float for v in stats["mean"] + stats["scale"])
+    np.testing.assert_allclose(stats["mean"], mean, rtol=1e-12)
+    np.testing.assert_allclose(stats["scale"], scale, rtol=1e-12)
+    assert stats["scale"][1] == 1.0
+    json.dumps(env.get_params())  # goes into the run's configuration file
+    # every round and the hold-out set use the same standardised samples
+    rnd = env.next_round()
+    i = int(env._order[0])
+    np.testing.assert_array_equal(rnd.contexts.blocks[0], env.sample(i))
+    hold = env.holdout(5)
+    order = np.random.default_rng(0).permutation(len(X))
+    np.testing.assert_array_equal(hold.contexts[-1].blocks[0], env.sample(int(order[-1])))
+
+
+def test_each_preprocess_option():
+    X, y = with_constant_column()
+    X = np.abs(X)
+    X[4] = 0.0  # an all-zero sample
+    envs = {p: ClassificationEnv(X, y, preprocess=p) for p in ("none", "l2", "standardize")}
+    both = ClassificationEnv(X, y, preprocess="standardize+l2")
+    for i in range(len(X)):
+        np.testing.assert_array_equal(envs["none"].sample(i), X[i].astype(np.float64))
+        norm = np.linalg.norm(X[i])
+        expected = X[i] / norm if norm > 0 else X[i]
+        np.testing.assert_allclose(envs["l2"].sample(i), expected, rtol=1e-12)
+        z = envs["standardize"].sample(i)
+        np.testing.assert_allclose(both.sample(i), z / np.linalg.norm(z), rtol=1e-12)
+    np.testing.assert_array_equal(envs["l2"].sample(4), np.zeros(4))
+    assert "preprocess_stats" not in envs["l2"].get_params()
+    assert "preprocess_stats" not in envs["none"].get_params()
+    assert (
+        both.get_params()["preprocess_stats"]
+        == envs["standardize"].get_params()["preprocess_stats"]
+    )
+    np.testing.assert_allclose(both.transform(X[:3]), [both.sample(i) for i in range(3)])
+    with pytest.raises(ValueError, match="preprocess"):
+        ClassificationEnv(X, y, preprocess="minmax")
+
+
+def test_constant_columns_never_divide_by_zero():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 30)
+    X = np.column_stack(
+        [
+            np.zeros(30),  # zero column
+            np.full(30, 1e9),  # large constant
+            np.full(30, 0.1) + np.array([0.0, 1e-17] * 15),  # constant up to rounding
+            1e9 + rng.normal(size=30),  # small spread on a large offset: kept
+            np.full(30, -3.0, dtype=np.float32),
+        ]
+    )
+    env = ClassificationEnv(X, y, preprocess="standardize+l2")
+    np.testing.assert_array_equal(env.scale_[[0, 1, 2, 4]], 1.0)
+    np.testing.assert_allclose(env.scale_[3], X[:, 3].std(), rtol=1e-6)
+    for i in range(30):
+        x = env.sample(i)
+        assert np.isfinite(x).all()
+        np.testing.assert_array_equal(x[[0, 1, 4]], 0.0)
+        assert abs(x[2]) < 1e-15  # the rounding residue, not blown up by a tiny std
+    zeros = ClassificationEnv(np.zeros((4, 2)), [0, 1, 0, 1], preprocess="standardize+l2")
+    np.testing.assert_array_equal(zeros.sample(0), 0.0)  # all-zero row after centring stays 0
+
+
+def test_statistics_are_accumulated_in_chunks_of_rows(monkeypatch):
+    """Integer X (as covertype's int16) is scanned a few rows at a time, in float64."""
+    monkeypatch.setattr(classification_module, "_CHUNK_VALUES", 7)  # 2 rows of 3 per chunk
+    rng = np.random.default_rng(2)
+    X = rng.integers(-32768, 32767, size=(101, 3)).astype(np.int16)
+    X[:, 2] = -32768  # a constant column at the int16 extreme
+    env = ClassificationEnv(X, rng.integers(0, 2, 101))
+    wide = X.astype(np.float64)
+    np.testing.assert_allclose(env.mean_, wide.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(env.scale_[:2], wide.std(axis=0)[:2], rtol=1e-12)
+    assert env.scale_[2] == 1.0 and env.X.dtype == np.int16  # X is kept as given
+
+
+def test_old_normalize_keyword_names_its_replacement():
+    X, y = labelled()
+    for value, replacement in ((True, "'l2'"), (False, "'none'")):
+        with pytest.raises(ValueError, match="preprocess=") as info:
+            db.make_env("classification", X=X, y=y, normalize=value)
+        assert replacement in str(info.value)
+        with pytest.raises(ValueError, match="preprocess="):
+            ClassificationEnv(X, y, normalize=value)
+    with pytest.raises(ValueError, match="preprocess="):
+        db.make_env("shuttle", normalize=True)
+    with pytest.raises(ValueError, match=r"valid options: .*preprocess"):
+        db.make_env("classification", X=X, y=y, normalise=True)
+
+
+def test_own_data_has_no_paper_defaults():
+    X, y = labelled()
+    env = db.make_env("classification", X=X, y=y)
+    assert env.policy_defaults == {}
+    assert env.reset(3) is env and env.seed == 3
+
+
+# --- labels and features -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        [0, 1, None, 1, 0],
+        np.array([0.0, 1.0, np.nan, 1.0, 0.0]),
+        np.array(["a", "b", None, "b", "a"], dtype=object),
+        ["a", "b", float("nan"), "b", "a"],
+        pd.Series([0, 1, pd.NA, 1, 0], dtype="Int64"),
+        pd.Series(["a", "b", None, "b", "a"]),
+    ],
+)
+def test_missing_labels_are_refused_with_the_row(labels):
+    with pytest.raises(ValueError, match=r"missing label.*row 2"):
+        ClassificationEnv(np.ones((5, 2)), labels)
+
+
+def test_labels_of_mixed_types_are_refused_clearly():
+    for labels in ([1, "a", 2], np.array([1, "a", 2], dtype=object)):
+        with pytest.raises(ValueError, match=r"mixes label types.*int, str"):
+            ClassificationEnv(np.ones((3, 2)), labels)
+    env = ClassificationEnv(np.ones((3, 2)), [1, 2.5, 1])  # int and float do compare
+    assert env.classes_.tolist() == [1, 2.5]
+
+
+def test_features_with_nan_or_inf_name_the_row_and_column():
+    X = np.ones((6, 3), dtype=np.float32)
+    X[4, 2] = np.inf
+    X[5, 0] = np.nan
+    with pytest.raises(ValueError, match="row 4, column 2"):
+        ClassificationEnv(X, [0, 1] * 3)
+    with pytest.raises(ValueError, match="numeric"):
+        ClassificationEnv(np.array([["a", "b"], ["c", "d"]]), [0, 1])

@@ -10,14 +10,25 @@ from typing import Any
 from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.datasets import dataset_names
 from deepbandits.envs.base import Environment, Holdout, Round
-from deepbandits.envs.classification import ClassificationEnv
+from deepbandits.envs.classification import (
+    DATASET_PREPROCESS,
+    PREPROCESSING,
+    ClassificationEnv,
+    check_removed_keywords,
+)
 from deepbandits.envs.synthetic import REWARD_FUNCTIONS, SyntheticEnv
+from deepbandits.envs.table import TableError, TableFileNotFoundError, read_table, table_env
 
 ENVS: dict[str, Callable[..., Environment]] = {
     **{name: partial(SyntheticEnv, name) for name in REWARD_FUNCTIONS},
     **{name: partial(ClassificationEnv.from_dataset, name) for name in dataset_names()},
     "classification": ClassificationEnv,
+    "table": table_env,
 }
+
+#: Registry names whose factory builds a :class:`ClassificationEnv` and passes it the
+#: constructor's keywords (``preprocess``, ``encoding``, ``seed``, ...).
+CLASSIFICATION_ENVS = frozenset([*dataset_names(), "classification", "table"])
 
 
 def env_names() -> list[str]:
@@ -25,33 +36,47 @@ def env_names() -> list[str]:
     return list(ENVS)
 
 
+def _keywords(factory: Callable[..., Any], exclude: tuple[str, ...] = ()) -> list[str]:
+    return [
+        k
+        for k, p in inspect.signature(factory).parameters.items()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and k not in exclude
+    ]
+
+
 def make_env(name: str, **params: Any) -> Environment:
     """Build an environment by registry name.
 
     ``make_env("h1", seed=0, noise="rising")``, ``make_env("mnist", data_dir=..., seed=0)``,
-    ``make_env("classification", X=X, y=y, seed=0)`` for your own labelled data.
+    ``make_env("classification", X=X, y=y, seed=0)`` for your own labelled arrays,
+    ``make_env("table", path="data.csv", label="class", categorical=["color"])`` for your own
+    CSV or Parquet file. The classification environments take ``preprocess`` ("standardize",
+    "l2", "standardize+l2" or "none"; see :class:`ClassificationEnv`).
     """
     check_choice(name, "environment", ENVS)
     factory = ENVS[name]
-    signature = inspect.signature(factory)
-    allowed = [
-        k
-        for k, p in signature.parameters.items()
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    if name in dataset_names():
-        allowed += [k for k in inspect.signature(ClassificationEnv).parameters if k not in "Xy"]
+    allowed = _keywords(factory)
+    if name in CLASSIFICATION_ENVS:
+        check_removed_keywords(params)
+        allowed += _keywords(ClassificationEnv, exclude=("X", "y"))
     check_unknown_keys(params, allowed, f"environment {name!r}")
     return factory(**params)
 
 
 __all__ = [
+    "CLASSIFICATION_ENVS",
+    "DATASET_PREPROCESS",
     "ENVS",
+    "PREPROCESSING",
     "ClassificationEnv",
     "Environment",
     "Holdout",
     "Round",
     "SyntheticEnv",
+    "TableError",
+    "TableFileNotFoundError",
     "env_names",
     "make_env",
+    "read_table",
+    "table_env",
 ]

@@ -7,7 +7,12 @@ from typing import Any
 
 
 def parse_value(text: str) -> Any:
-    """``true``/``false``/``none``, integers, floats, JSON lists; anything else stays a string."""
+    """``true``/``false``/``none``, integers, floats, lists; anything else stays a string.
+
+    A list is written in brackets: JSON (``[0,1]``, ``["a","b"]``) or bare words
+    (``[color,shape]`` → ``["color", "shape"]``), each item parsed like a value
+    (``[0,b]`` → ``[0, "b"]``; nested brackets are lists too).
+    """
     low = text.strip().lower()
     if low in ("true", "false"):
         return low == "true"
@@ -18,12 +23,59 @@ def parse_value(text: str) -> Any:
             return cast(text)
         except ValueError:
             pass
-    if text.startswith("["):
+    if text.strip().startswith("["):
         try:
             return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"cannot parse list value {text!r}: {exc}") from exc
+        except json.JSONDecodeError:
+            return _parse_bare_list(text.strip())
     return text
+
+
+def _parse_bare_list(text: str) -> list[Any]:
+    """``[color,shape]`` → ``["color", "shape"]``; items are parsed by :func:`parse_value`
+    (a JSON string item such as ``"a"`` loses its quotes)."""
+    inner = text[1:-1] if text.endswith("]") else None
+    if inner is None or _depth_errors(inner):
+        raise ValueError(f"cannot parse list value {text!r}: unbalanced brackets")
+    if not inner.strip():
+        return []
+    items = _split_items(inner)
+    if any(not item.strip() for item in items):
+        raise ValueError(f"cannot parse list value {text!r}: empty item")
+    values = []
+    for item in items:
+        item = item.strip()
+        if len(item) >= 2 and item[0] == item[-1] == '"':
+            try:
+                values.append(json.loads(item))
+                continue
+            except json.JSONDecodeError:
+                pass
+        values.append(parse_value(item))
+    return values
+
+
+def _depth_errors(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if depth < 0:
+            return True
+    return depth != 0
+
+
+def _split_items(text: str) -> list[str]:
+    """Split at the commas outside brackets, keeping empty items."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return parts
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -45,7 +97,7 @@ def _split_top_level(text: str) -> list[str]:
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """``"linucb:alpha=0.1,per_arm=true"`` → ``("linucb", {"alpha": 0.1, "per_arm": True})``.
 
-    Lists are written in brackets: ``reward_range=[0,1]``.
+    Lists are written in brackets: ``reward_range=[0,1]``, ``categorical=[color,shape]``.
     """
     name, _, rest = spec.partition(":")
     name = name.strip()
