@@ -6,6 +6,8 @@ Quick start::
     env = db.make_env("h1", seed=0)
     policy = db.make_policy("neural-sigma2-linucb", seed=0)
     result = db.run(policy, env, T=2000)
+    best = db.tune("linucb", "h1", T=2000, tuning_seeds=[100, 101], eval_seeds=[0, 1],
+                   out="results/tune", n_trials=20)   # Optuna; best.best_spec
 
     mnist = db.make_env("mnist", seed=0)   # reads $DEEPBANDITS_DATA (downloads when online)
 """
@@ -21,7 +23,7 @@ from deepbandits.envs import (
     env_names,
     make_env,
 )
-from deepbandits.experiments import RunResult, run
+from deepbandits.experiments import RunResult, TuneResult, run, tune
 from deepbandits.linalg import RidgeState
 from deepbandits.policies import (
     BootstrappedNN,
@@ -64,6 +66,7 @@ __all__ = [
     "SaveNeuralLinUCB",
     "Sigma2LinUCB",
     "SyntheticEnv",
+    "TuneResult",
     "__version__",
     "block_encode",
     "data_home",
@@ -75,4 +78,5 @@ __all__ = [
     "make_policy",
     "policy_names",
     "run",
+    "tune",
 ]

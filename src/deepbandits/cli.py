@@ -1,5 +1,5 @@
-"""Command line: ``deepbandits run | compare | demo | report | reproduce | list``. Every command
-has ``--help``."""
+"""Command line: ``deepbandits run | compare | demo | report | reproduce | tune | list``. Every
+command has ``--help``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from deepbandits.envs import env_names
-from deepbandits.experiments.compare import compare, format_table
+from deepbandits.experiments.compare import compare, format_table, label_of
 from deepbandits.experiments.paper import (
     EXPERIMENTS,
     PAPER_CHECKPOINTS,
@@ -17,6 +17,7 @@ from deepbandits.experiments.paper import (
 )
 from deepbandits.experiments.report import build_report
 from deepbandits.experiments.specs import parse_seeds, split_specs
+from deepbandits.experiments.tune import tune
 from deepbandits.policies import CONFIGURATIONS, distinct_policy_names, policy_names
 
 DEMO_POLICIES = ["linucb", "neural-lingreedy", "neural-linucb", "neural-sigma2-linucb"]
@@ -129,6 +130,51 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep2.add_argument("--jobs", type=int, default=1, help="runs in parallel processes")
     p_rep2.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
+    p_tune = sub.add_parser(
+        "tune",
+        help="tune a policy's hyperparameters (Optuna), then evaluate the best on other seeds",
+        description=(
+            "Search the policy's main hyperparameters (those its specification leaves out) for "
+            "the lowest mean final regret over the tuning seeds, then compare the best setting "
+            "with the untuned one on the evaluation seeds. Writes OUT/study.db (repeat the "
+            "command to resume), OUT/trials.csv, OUT/tune.json and OUT/eval/."
+        ),
+    )
+    p_tune.add_argument(
+        "--policy", required=True, help=f"policy, {SPEC_HELP}; keys given are not searched"
+    )
+    p_tune.add_argument("--env", default="h1", help=f"environment, {SPEC_HELP} (default: h1)")
+    p_tune.add_argument("--T", type=int, default=2000, help="rounds per run (default: 2000)")
+    p_tune.add_argument(
+        "--tuning-seeds", default="100-102", help="seeds of every trial (default: 100-102)"
+    )
+    p_tune.add_argument(
+        "--eval-seeds",
+        default="0-4",
+        help="seeds of the final comparison, disjoint from the tuning seeds (default: 0-4)",
+    )
+    p_tune.add_argument(
+        "--trials",
+        type=int,
+        default=None,
+        help="trials in the study, earlier ones in OUT included (default: 20, or no limit "
+        "with --timeout-minutes)",
+    )
+    p_tune.add_argument(
+        "--timeout-minutes", type=float, default=None, help="stop starting trials after this"
+    )
+    p_tune.add_argument(
+        "--search", default=None, help="search only these parameters, e.g. alpha,lam"
+    )
+    p_tune.add_argument("--seed", type=int, default=0, help="sampler seed (default: 0)")
+    p_tune.add_argument(
+        "--jobs", type=int, default=1, help="evaluation runs in parallel processes (default: 1)"
+    )
+    p_tune.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: results/tune/POLICY)"
+    )
+    p_tune.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
     sub.add_parser(
         "list",
         help="list registered policies and environments",
@@ -169,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             print(format_table(summary))
             print(f"\nruns:   {out}/<policy>/seed_<s>.csv\nreport: {page}\n        {md}")
             return 0
+        if args.command == "tune":
+            return _tune(args)
     except ValueError as exc:
         print(f"deepbandits: error: {exc}", file=sys.stderr)
         return 2
@@ -211,6 +259,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"report (tables, calibration and variance figures): {page}")
     else:
         print(f"report: deepbandits report {args.out} --out {args.out / 'report'}")
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    """``deepbandits tune``: run :func:`~deepbandits.experiments.tune.tune` and print the
+    evaluation table, the best specification and where the files went."""
+    timeout = None if args.timeout_minutes is None else 60.0 * args.timeout_minutes
+    n_trials = 20 if args.trials is None and timeout is None else args.trials
+    out = args.out or Path("results") / "tune" / label_of(args.policy)
+    result = tune(
+        args.policy,
+        args.env,
+        T=args.T,
+        tuning_seeds=parse_seeds(args.tuning_seeds),
+        eval_seeds=parse_seeds(args.eval_seeds),
+        out=out,
+        n_trials=n_trials,
+        timeout=timeout,
+        search=args.search,
+        seed=args.seed,
+        jobs=args.jobs,
+        progress=not args.no_progress,
+    )
+    print(format_table(result.summary))
+    print(
+        f"\nbest: {result.best_spec}\n      (mean final regret {result.best_value:.1f} over "
+        f"tuning seeds {args.tuning_seeds}; the table uses evaluation seeds {args.eval_seeds})"
+    )
+    print(
+        f'deepbandits compare --policy "{result.best_spec}" --env "{args.env}" --T {args.T} '
+        f"--seeds {args.eval_seeds}   # accepts it"
+    )
+    print(f"\nsettings and results: {result.path}")
+    print(f"trials: {out / 'trials.csv'}")
+    print(f"study:  {out / 'study.db'} (repeat the command, with more --trials, to resume)")
     return 0
 
 

@@ -1,5 +1,6 @@
-"""Running policies on environments, and comparing them."""
+"""Running policies on environments, comparing them, and tuning their hyperparameters."""
 
 from deepbandits.experiments.runner import COLUMNS, RunResult, run
+from deepbandits.experiments.tune import TuneResult, tune
 
-__all__ = ["COLUMNS", "RunResult", "run"]
+__all__ = ["COLUMNS", "RunResult", "TuneResult", "run", "tune"]

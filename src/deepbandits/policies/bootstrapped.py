@@ -9,7 +9,7 @@ round one member is drawn uniformly and its greedy arm is played.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from deepbandits.networks.learner import (
 )
 from deepbandits.policies.base import Policy
 from deepbandits.policies.linucb import Array
+from deepbandits.policies.space import HIDDEN, LR, TRAIN_STEPS, Param
 
 
 class BootstrappedNN(Policy):
@@ -45,6 +46,12 @@ class BootstrappedNN(Policy):
     the argmax of the drawn member (its scores are in ``last_selection_["mean"]``).
     """
 
+    #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
+    search_space: ClassVar[dict[str, Param]] = {
+        "lr": LR,
+        "hidden": HIDDEN,
+        "train_steps": TRAIN_STEPS,
+    }
     block_contexts = True
 
     def __init__(self, *, n_models: int = 5, seed: int | None = None, **network_params: Any):

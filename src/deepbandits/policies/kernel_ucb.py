@@ -17,7 +17,7 @@ round), and ``overflow="error"`` refuses to continue.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -26,6 +26,7 @@ from deepbandits._convert import as_numpy
 from deepbandits._validation import check_choice, check_int, check_positive
 from deepbandits.policies.base import Policy
 from deepbandits.policies.linucb import Array
+from deepbandits.policies.space import ALPHA, Param, log_float
 
 KERNELS = ("rbf", "linear")
 OVERFLOWS = ("window", "error")
@@ -93,6 +94,13 @@ class KernelUCB(Policy):
     With λ = 1 the quadratic part of the RBF kernel is so heavily regularised that two of those
     three seeds never learned h1 (regret ≈ 1350, like LinUCB), whatever α.
     """
+
+    #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
+    search_space: ClassVar[dict[str, Param]] = {
+        "alpha": ALPHA,
+        "lam": log_float(1e-3, 10.0),
+        "lengthscale": log_float(0.1, 10.0),
+    }
 
     def __init__(
         self,

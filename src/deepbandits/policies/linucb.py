@@ -25,6 +25,7 @@ from deepbandits.encoding import BlockContexts, Contexts, same_contexts
 from deepbandits.formulas import theory_alpha, variance_floor
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.policies.base import Policy, Preset
+from deepbandits.policies.space import ALPHA, LAM, Param
 from deepbandits.variance import VARIANCE_SOURCES, parse_variance_schedule, round_variance
 
 Array = NDArray[np.float64]
@@ -65,6 +66,8 @@ class LinUCB(Policy):
         the neural family).
     """
 
+    #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
+    search_space: ClassVar[dict[str, Param]] = {"alpha": ALPHA, "lam": LAM}
     #: parameters of subclasses that extend the ridge-UCB machinery
     _extra_params: tuple[str, ...] = ()
     #: whether φ is the identity (the ridge then sees the raw contexts)

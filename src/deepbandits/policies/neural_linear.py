@@ -23,6 +23,7 @@ from deepbandits.networks.mlp import MLP
 from deepbandits.networks.training import LOSSES
 from deepbandits.policies.base import Preset
 from deepbandits.policies.linucb import Array, LinUCB
+from deepbandits.policies.space import ALPHA, FEATURE_DIM, HIDDEN, LAM, LR, TRAIN_STEPS, Param
 
 
 class NeuralLinearBandit(LinUCB):
@@ -59,6 +60,15 @@ class NeuralLinearBandit(LinUCB):
         Torch device of the network ("cuda" when available).
     """
 
+    #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
+    search_space: ClassVar[dict[str, Param]] = {
+        "alpha": ALPHA,
+        "lam": LAM,
+        "lr": LR,
+        "feature_dim": FEATURE_DIM,
+        "hidden": HIDDEN,
+        "train_steps": TRAIN_STEPS,
+    }
     _extra_params = (*NETWORK_PARAMS, "feature_dim", "loss", "refit_on_update")
     _raw_features = False
 

@@ -40,6 +40,7 @@ from deepbandits.networks.learner import (
 from deepbandits.networks.mlp import add_outer_, as_input
 from deepbandits.policies.base import Policy, Preset
 from deepbandits.policies.linucb import Array
+from deepbandits.policies.space import ALPHA, HIDDEN, LAM, LR, TRAIN_STEPS, Param
 
 EXPLORATIONS = ("ucb", "ts")
 MODES = ("diag", "full")
@@ -71,6 +72,14 @@ class NeuralGradientBandit(Policy):
         Seeds the network, the minibatches, the Thompson samples and tie-breaking.
     """
 
+    #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
+    search_space: ClassVar[dict[str, Param]] = {
+        "alpha": ALPHA,
+        "lam": LAM,
+        "lr": LR,
+        "hidden": HIDDEN,
+        "train_steps": TRAIN_STEPS,
+    }
     block_contexts = True
 
     def __init__(
