@@ -28,12 +28,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from deepbandits.envs import Environment, make_env
 from deepbandits.experiments.runner import RunResult, check_checkpoints, give_horizon, run
 from deepbandits.experiments.specs import parse_spec
+from deepbandits.metrics import unplayed_arms, window_accuracy
 from deepbandits.plotting import regret_curves, save_figure
 from deepbandits.policies import Policy, make_policy
 
@@ -55,15 +55,10 @@ def label_of(spec: str) -> str:
 
 
 def build_policy(spec: str, env: Environment) -> Policy:
-    """The policy of ``spec``, with the environment's :attr:`~Environment.policy_defaults` (the
-    paper's settings on real data) for the keys the spec leaves out and the policy accepts."""
+    """The policy of ``spec`` with the environment's recommended settings
+    (:func:`~deepbandits.policies.make_policy` with ``env``)."""
     name, params = parse_spec(spec)
-    policy = make_policy(name, **params)
-    accepted = policy.get_params()
-    extra = {k: v for k, v in env.policy_defaults.items() if k not in params and k in accepted}
-    if extra:
-        policy.set_params(**extra)
-    return policy
+    return make_policy(name, env=env, **params)
 
 
 def check_specs(policy_specs: list[str], env_spec: str, T: int) -> None:
@@ -77,26 +72,23 @@ def check_specs(policy_specs: list[str], env_spec: str, T: int) -> None:
 def run_job(job: Job, progress: bool = False) -> Path:
     """Run one (policy, environment, seed) and write its files; returns the CSV path.
 
-    Each run is single-threaded (torch and the BLAS under numpy), so that parallel jobs do not
-    oversubscribe the cores and a run's numbers do not depend on ``jobs``.
+    Each run is single-threaded (torch and the BLAS under numpy, :func:`run`'s ``threads=1``),
+    so that parallel jobs do not oversubscribe the cores and a run's numbers do not depend on
+    ``jobs``.
     """
-    import torch
-
-    torch.set_num_threads(1)
     env_name, env_params = parse_spec(job.env_spec)
     env_params.setdefault("horizon", job.T)
     env = make_env(env_name, **env_params)
-    policy = build_policy(job.policy_spec, env)
-    with threadpool_limits(limits=1):
-        result = run(
-            policy,
-            env,
-            job.T,
-            seed=job.seed,
-            progress=progress,
-            checkpoints=job.checkpoints,
-            holdout_size=job.holdout_size,
-        )
+    result = run(
+        build_policy(job.policy_spec, env),
+        env,
+        job.T,
+        seed=job.seed,
+        progress=progress,
+        checkpoints=job.checkpoints,
+        holdout_size=job.holdout_size,
+        threads=1,
+    )
     result.config["policy"]["spec"] = job.policy_spec
     result.config["env"]["spec"] = job.env_spec
     return result.save(job.stem)[0]
@@ -174,36 +166,59 @@ def compare(
     return summary
 
 
+#: Rounds at the end of a run over which a classification bandit's accuracy and locked-out
+#: arms are counted.
+SUMMARY_WINDOW = 1000
+
+
 def summarize(results: dict[str, list[RunResult]]) -> pd.DataFrame:
-    """Final cumulative regret mean ± std over seeds and mean wall time, per policy."""
+    """Final cumulative regret mean ± std over seeds and mean wall time, per policy. For
+    classification bandits, also the accuracy over the
+    last :data:`SUMMARY_WINDOW` rounds and the number of arms never played in them (mean over
+    seeds, and the worst seed's count)."""
     rows = []
     for spec, runs in results.items():
         final = np.array([r.final_regret for r in runs])
         wall = np.array([r.config.get("wall_seconds", np.nan) for r in runs])
-        rows.append(
-            {
-                "policy": spec,
-                "seeds": len(runs),
-                "T": int(runs[0].records["t"].iloc[-1]),
-                "final_regret_mean": final.mean(),
-                "final_regret_std": final.std(ddof=1) if len(final) > 1 else 0.0,
-                "wall_seconds_mean": wall.mean(),
-            }
-        )
+        row = {
+            "policy": spec,
+            "seeds": len(runs),
+            "T": int(runs[0].records["t"].iloc[-1]),
+            "final_regret_mean": final.mean(),
+            "final_regret_std": final.std(ddof=1) if len(final) > 1 else 0.0,
+            "wall_seconds_mean": wall.mean(),
+        }
+        env = runs[0].config.get("env", {})
+        n_arms = env.get("params", {}).get("n_arms")
+        if env.get("class") == "ClassificationEnv" and n_arms is not None:
+            acc = [window_accuracy(r.records["regret"], SUMMARY_WINDOW) for r in runs]
+            dead = [unplayed_arms(r.records["arm"], n_arms, SUMMARY_WINDOW) for r in runs]
+            row.update(
+                accuracy_last=float(np.mean(acc)),
+                unplayed_arms_mean=float(np.mean(dead)),
+                unplayed_arms_max=int(np.max(dead)),
+            )
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
 def format_table(summary: pd.DataFrame) -> str:
-    """A Markdown table of a summary."""
-    lines = [
-        "| policy | seeds | T | final regret (mean ± std) | wall time per run (s) |",
-        "|---|---|---|---|---|",
-    ]
+    """A Markdown table of a summary (with accuracy and unplayed arms when it has them)."""
+    cls = "accuracy_last" in summary.columns
+    head = "| policy | seeds | T | final regret (mean ± std) | wall time per run (s) |"
+    rule = "|---|---|---|---|---|"
+    if cls:
+        head += f" accuracy, last {SUMMARY_WINDOW} | arms never played, last {SUMMARY_WINDOW} |"
+        rule += "---|---|"
+    lines = [head, rule]
     for row in summary.itertuples():
-        lines.append(
+        line = (
             f"| {row.policy} | {row.seeds} | {row.T} | {row.final_regret_mean:.1f} ± "
             f"{row.final_regret_std:.1f} | {row.wall_seconds_mean:.1f} |"
         )
+        if cls:
+            line += f" {row.accuracy_last:.3f} | {row.unplayed_arms_mean:.1f} |"
+        lines.append(line)
     return "\n".join(lines)
 
 

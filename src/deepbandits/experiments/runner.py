@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,8 +132,31 @@ def give_horizon(policy: Policy, T: int) -> None:
         policy.set_params(horizon=T)
 
 
+@contextmanager
+def pinned_threads(threads: int | None) -> Any:
+    """Run the block with torch's intra-op pool and numpy's BLAS limited to ``threads`` threads
+    (restored afterwards); ``None`` leaves both as they are.
+
+    Bandit rounds are many small operations: a multi-threaded BLAS pool next to torch's own
+    pool makes both spin for the same cores (25-30x slower LinUCB updates at d=378 on 2 cores;
+    a training step 50x slower with another process on the machine), so the runner, the
+    command line and every worker process use one thread per run by default.
+    """
+    if threads is None:
+        yield
+        return
+    threads = check_int(threads, "threads", minimum=1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads, user_api="blas"):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run(
-    policy: Policy,
+    policy: Policy | str,
     env: Environment,
     T: int,
     seed: int | None = None,
@@ -140,13 +164,26 @@ def run(
     progress: bool = False,
     checkpoints: Sequence[int] = (),
     holdout_size: int = 500,
+    threads: int | None = 1,
+    callback: Callable[[int, float], None] | None = None,
+    callback_every: int = 100,
 ) -> RunResult:
     """Play ``T`` rounds of ``policy`` on ``env`` and record each (see :data:`COLUMNS`).
 
-    With ``seed``, both are reset first (``env.reset(seed)``, ``policy.reset(seed)``), so one
-    seed fixes the whole trajectory. A policy with an unset ``horizon`` gets ``horizon=T``
-    (:func:`give_horizon`). The environment's oracle σ²ₜ is passed to ``update`` each
-    round, and so is its declared reward range unless the policy was given one.
+    ``policy`` is a :class:`~deepbandits.policies.Policy` (used as it is) or a policy
+    specification ``"NAME[:key=value,...]"``, built by
+    :func:`~deepbandits.policies.make_policy` with ``env=env``, so it gets the environment's
+    recommended settings exactly as on the command line. With ``seed``, both are reset first
+    (``env.reset(seed)``, ``policy.reset(seed)``), so one seed fixes the whole trajectory. A
+    policy with an unset ``horizon`` gets ``horizon=T`` (:func:`give_horizon`). The
+    environment's oracle σ²ₜ is passed to ``update`` each round, and so is its declared reward
+    range unless the policy was given one.
+
+    ``threads`` (default 1) pins torch's and numpy's thread pools for the duration of the run,
+    as the command line does (:func:`pinned_threads`); ``None`` leaves them alone.
+    ``callback(t, cum_regret)`` is called after every ``callback_every`` rounds (and after the
+    last); an exception it raises (e.g. a tuner's "prune this trial") ends the run and
+    propagates.
 
     With ``checkpoints`` (numbers of rounds played, e.g. the paper's 0, 2000, 5000, 7500), the
     policy's forecasts on ``env.holdout(holdout_size)`` are recorded at each of them
@@ -154,7 +191,19 @@ def run(
     state, so the trajectory is the same with or without checkpoints.
     """
     T = check_int(T, "T", minimum=1)
+    every = check_int(callback_every, "callback_every", minimum=1)
     points = check_checkpoints(checkpoints, T)
+    if isinstance(policy, str):
+        from deepbandits.experiments.specs import parse_spec
+        from deepbandits.policies import make_policy
+
+        name, params = parse_spec(policy)
+        policy = make_policy(name, env=env, **params)
+    elif not isinstance(policy, Policy):
+        raise TypeError(
+            "policy must be a deepbandits Policy or a policy specification string such as "
+            f"'neural-sigma2-linucb', but a {type(policy).__name__} is given"
+        )
     give_horizon(policy, T)
     if seed is not None:
         env.reset(seed)
@@ -167,10 +216,7 @@ def run(
     started = datetime.now(UTC).isoformat()
     wall = time.perf_counter()
     cum = 0.0
-    # The policies' numpy BLAS calls are small; a multi-threaded BLAS pool next to torch's own
-    # thread pool makes both spin for the same cores (25-30x slower LinUCB updates at d=378 on
-    # 2 cores), so numpy's BLAS runs single-threaded during the run.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with pinned_threads(threads):
         for i in tqdm(range(T), disable=not progress, desc=type(policy).__name__, leave=False):
             if holdout is not None and i in points:
                 forecasts.append(holdout_forecasts(policy, holdout, i))
@@ -208,6 +254,8 @@ def run(
             out["time_select"][i] = t1 - t0
             out["time_update"][i] = t3 - t2 - train
             out["time_train"][i] = train
+            if callback is not None and ((i + 1) % every == 0 or i + 1 == T):
+                callback(i + 1, cum)
         if holdout is not None and T in points:
             forecasts.append(holdout_forecasts(policy, holdout, T))
     records = pd.DataFrame(out)

@@ -15,7 +15,9 @@ from deepbandits.metrics.diagnostics import (
     mean_estimation_error,
     reliability_curve,
     run_metrics,
+    unplayed_arms,
     variance_estimation_error,
+    window_accuracy,
 )
 
 __all__ = [
@@ -32,5 +34,7 @@ __all__ = [
     "reliability_table",
     "run_metrics",
     "sharpness",
+    "unplayed_arms",
     "variance_estimation_error",
+    "window_accuracy",
 ]

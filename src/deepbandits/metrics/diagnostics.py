@@ -41,6 +41,20 @@ def variance_estimation_error(width: ArrayLike, variance: ArrayLike) -> NDArray[
     return np.abs(w * w - np.asarray(variance, dtype=np.float64))
 
 
+def window_accuracy(regret: ArrayLike, window: int = 1000) -> float:
+    """Fraction of the last ``window`` rounds (all rounds if fewer) played with zero regret: on a
+    classification bandit, the accuracy of the arms chosen."""
+    r = np.asarray(regret, dtype=np.float64)[-window:]
+    return float(np.mean(r == 0.0)) if len(r) else float("nan")
+
+
+def unplayed_arms(arms: ArrayLike, n_arms: int, window: int = 1000) -> int:
+    """How many of the arms 0..n_arms−1 were never played in the last ``window`` rounds: on a
+    classification bandit, the classes the policy has locked out."""
+    played = np.unique(np.asarray(arms, dtype=np.int64)[-window:])
+    return int(n_arms - np.count_nonzero((played >= 0) & (played < n_arms)))
+
+
 def _forecasts(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows with a finite mean and width (a policy may leave a round unscored)."""
     ok = np.isfinite(frame["mean"].to_numpy()) & np.isfinite(frame["width"].to_numpy())

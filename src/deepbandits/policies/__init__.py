@@ -8,7 +8,7 @@ Both kinds of name are accepted by :func:`make_policy` and the CLI's ``--policy`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepbandits._validation import check_choice
 from deepbandits.policies.base import Policy, load_policy
@@ -23,6 +23,9 @@ from deepbandits.policies.neural_linear import (
 )
 from deepbandits.policies.neural_ucb import NeuralGradientBandit, NeuralTS, NeuralUCB
 from deepbandits.policies.save import SaveNeuralLinUCB
+
+if TYPE_CHECKING:
+    from deepbandits.envs.base import Environment
 
 POLICIES: dict[str, type[Policy]] = {
     "linucb": LinUCB,
@@ -70,14 +73,29 @@ def distinct_policy_names() -> list[str]:
     return names
 
 
-def make_policy(name: str, **params: Any) -> Policy:
+def make_policy(name: str, *, env: Environment | None = None, **params: Any) -> Policy:
     """Build a policy by name, e.g. ``make_policy("linucb", per_arm=True)`` or
-    ``make_policy("range-mle", seed=0)``; keywords override a configuration's settings."""
+    ``make_policy("range-mle", seed=0)``; keywords override a configuration's settings.
+
+    With ``env``, the environment's recommended settings
+    (:attr:`~deepbandits.envs.Environment.policy_defaults`) fill the keywords that ``params``
+    leave out and the policy accepts. This is the one rule every entry point follows: the
+    command line, :func:`deepbandits.run` given a policy name, and this function with ``env``
+    build the same policy; a policy object is always used as it is.
+    """
     check_choice(name, "policy", policy_names())
     if name in CONFIGURATIONS:
         base, settings = CONFIGURATIONS[name]
-        return POLICIES[base](**{**settings, **params})
-    return POLICIES[name](**params)
+        cls, params = POLICIES[base], {**settings, **params}
+    else:
+        cls = POLICIES[name]
+    policy = cls(**params)
+    if env is not None:
+        accepted = policy.get_params()
+        extra = {k: v for k, v in env.policy_defaults.items() if k not in params and k in accepted}
+        if extra:
+            policy.set_params(**extra)
+    return policy
 
 
 __all__ = [
