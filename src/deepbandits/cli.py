@@ -9,6 +9,8 @@ from pathlib import Path
 
 from deepbandits.envs import env_names
 from deepbandits.experiments.compare import compare, format_table, label_of
+from deepbandits.experiments.matched import DESCRIPTION as MATCHED_DESCRIPTION
+from deepbandits.experiments.matched import run_matched
 from deepbandits.experiments.paper import (
     EXPERIMENTS,
     PAPER_CHECKPOINTS,
@@ -20,6 +22,7 @@ from deepbandits.experiments.specs import parse_seeds, split_specs
 from deepbandits.experiments.tune import tune
 from deepbandits.policies import CONFIGURATIONS, distinct_policy_names, policy_names
 
+MATCHED = "matched"  # reproduce NAME of the matched protocol
 DEMO_POLICIES = ["linucb", "neural-lingreedy", "neural-linucb", "neural-sigma2-linucb"]
 SPEC_HELP = (
     "registry name with optional parameters, NAME[:key=value,key=value], the keywords of "
@@ -121,14 +124,33 @@ def build_parser() -> argparse.ArgumentParser:
         "reproduce",
         help="run one of the paper's experiments and report it",
         description="Run a named experiment of the paper (resumable) and write its report to "
-        "OUT/report. 'deepbandits list' describes each experiment.",
+        "OUT/report. 'deepbandits list' describes each experiment. 'matched' is the matched "
+        "protocol: every neural policy with the same network budget, tuned alike (Optuna), "
+        "evaluated on fresh seeds and paired against Neural-σ²-LinUCB; it writes "
+        "OUT/matched.csv and OUT/matched.md and takes --quick, --envs, --trials and "
+        "--tuning-seeds.",
     )
-    p_rep2.add_argument("experiment", help=f"one of: {', '.join(experiment_names())}")
+    p_rep2.add_argument("experiment", help=f"one of: {', '.join(experiment_names())}, {MATCHED}")
     p_rep2.add_argument("--out", type=Path, default=None, help="default: results/EXPERIMENT")
-    p_rep2.add_argument("--seeds", default=None, help="override the paper's seeds, e.g. 0-1")
-    p_rep2.add_argument("--T", type=int, default=None, help="override the paper's horizon")
+    p_rep2.add_argument(
+        "--seeds", default=None, help="override the paper's seeds, e.g. 0-1 (matched: evaluation)"
+    )
+    p_rep2.add_argument(
+        "--T", type=int, default=None, help="override the paper's horizon (matched: every env)"
+    )
     p_rep2.add_argument("--jobs", type=int, default=1, help="runs in parallel processes")
     p_rep2.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p_rep2.add_argument(
+        "--quick",
+        action="store_true",
+        help="matched only: smoke-test scale (h1 and shuttle, T=1000, 3 trials, 3 eval seeds, "
+        "100 training steps)",
+    )
+    p_rep2.add_argument("--envs", default=None, help="matched only: environments, e.g. h1,shuttle")
+    p_rep2.add_argument("--trials", type=int, default=None, help="matched only: trials per tuning")
+    p_rep2.add_argument(
+        "--tuning-seeds", default=None, help="matched only: seeds of every trial (default 100-101)"
+    )
 
     p_tune = sub.add_parser(
         "tune",
@@ -196,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in experiment_names():
             exp = EXPERIMENTS[name]
             print(f"  {name}: {exp.description} [{exp.env}; T={exp.T}; {len(exp.seeds)} seeds]")
+        print(f"  {MATCHED}: {MATCHED_DESCRIPTION}")
         return 0
     try:
         if args.command == "report":
@@ -203,6 +226,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"report: {page}\n        {md}")
             return 0
         if args.command == "reproduce":
+            if args.experiment == MATCHED:
+                return _matched(args)
+            if args.experiment not in EXPERIMENTS:
+                names = ", ".join([*experiment_names(), MATCHED])
+                raise ValueError(f"unknown experiment {args.experiment!r}; expected one of {names}")
+            _matched_only(args)
             out = args.out or Path("results") / args.experiment
             summary, page, md = reproduce(
                 args.experiment,
@@ -259,6 +288,48 @@ def main(argv: list[str] | None = None) -> int:
         print(f"report (tables, calibration and variance figures): {page}")
     else:
         print(f"report: deepbandits report {args.out} --out {args.out / 'report'}")
+    return 0
+
+
+def _matched_only(args: argparse.Namespace) -> None:
+    """Refuse the options of ``reproduce matched`` for the paper's experiments."""
+    given = [
+        flag
+        for flag, value in (
+            ("--quick", args.quick),
+            ("--envs", args.envs),
+            ("--trials", args.trials),
+            ("--tuning-seeds", args.tuning_seeds),
+        )
+        if value not in (None, False)
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} of "
+            f"'deepbandits reproduce {MATCHED}' only, not of {args.experiment!r}"
+        )
+
+
+def _matched(args: argparse.Namespace) -> int:
+    """``deepbandits reproduce matched``: run the matched protocol and print its report."""
+    out = args.out or Path("results") / MATCHED
+    try:
+        run_matched(
+            out,
+            envs=None if args.envs is None else split_specs([args.envs]),
+            n_trials=args.trials,
+            eval_seeds=None if args.seeds is None else parse_seeds(args.seeds),
+            tuning_seeds=None if args.tuning_seeds is None else parse_seeds(args.tuning_seeds),
+            T=args.T,
+            jobs=args.jobs,
+            progress=not args.no_progress,
+            quick=args.quick,
+        )
+    except FileNotFoundError as exc:  # a real dataset that is missing and cannot be downloaded
+        raise ValueError(str(exc)) from exc
+    print((out / "matched.md").read_text())
+    print(f"table:  {out / 'matched.csv'}\nreport: {out / 'matched.md'}")
+    print(f"tunings: {out}/<env>/<policy>/ (repeat the command to resume)")
     return 0
 
 
