@@ -23,7 +23,7 @@ from deepbandits.envs import (
     env_names,
     make_env,
 )
-from deepbandits.experiments import RunResult, TuneResult, run, tune
+from deepbandits.experiments import RunResult, TuneResult, compare, run, tune
 from deepbandits.linalg import RidgeState
 from deepbandits.policies import (
     BootstrappedNN,
@@ -69,6 +69,7 @@ __all__ = [
     "TuneResult",
     "__version__",
     "block_encode",
+    "compare",
     "data_home",
     "dataset_names",
     "env_names",
