@@ -257,3 +257,17 @@ def test_cli_tune_user_mistakes_exit_2(tmp_path, capsys, extra, message):
     assert message in captured.err
     assert "Traceback" not in captured.err
     assert not (tmp_path / "study.db").exists()
+
+
+def test_first_trial_is_the_untuned_setting(tmp_path):
+    """The study starts from the policy's own values (schedule fields resolved), so the best
+    setting is never worse than the untuned one on the tuning seeds."""
+    small = ",".join(f"{k}={v}" for k, v in SMALL_NET.items() if k != "train_steps")
+    result = tune(f"neural-linucb:{small}", "h1", out=tmp_path, n_trials=2, **{**FAST, "T": 120})
+    first = result.study.trials[0].params
+    policy = make_policy("neural-linucb")
+    assert first["alpha"] == policy.get_params()["alpha"]
+    assert first["lam"] == policy.get_params()["lam"]
+    assert first["lr"] == policy.get_params()["lr"]
+    assert first["train_steps"] == policy.train_schedule_.train_steps
+    assert result.best_value <= result.study.trials[0].value

@@ -414,7 +414,14 @@ def tune(
     policy_spec = policy_spec.strip()
     space = search_space(policy_spec, search)
     name, fixed = parse_spec(policy_spec)
-    make_policy(name, env=_make_env(env_spec, T), **fixed)  # a bad spec fails here, not later
+    # a bad spec fails here, not later; the untuned values are the study's first trial
+    built = make_policy(name, env=_make_env(env_spec, T), **fixed)
+    schedule = getattr(built, "train_schedule_", None)  # schedule fields left None resolve here
+    untuned = {
+        k: getattr(schedule, k) if v is None and hasattr(schedule, k) else v
+        for k, v in built.get_params().items()
+    }
+    first = {k: untuned[k] for k, p in space.items() if p.contains(untuned.get(k))}
     out = Path(out)
     every = max(1, T // REPORTS_PER_SEED)
     warmup = T // 2  # no pruning in the first half of the first tuning seed
@@ -457,6 +464,8 @@ def tune(
     try:
         pruner = CumulativeMedianPruner(PRUNER_STARTUP_TRIALS, n_warmup_steps=warmup)
         study = _open_study(out, attrs, seed, pruner)
+        if not study.trials and len(first) == len(space):
+            study.enqueue_trial(first)  # so the tuned setting is never worse on tuning seeds
         done = sum(_counts(t) for t in study.trials)
         todo = None if n_trials is None else max(0, n_trials - done)
         if todo != 0:
