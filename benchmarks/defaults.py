@@ -664,12 +664,21 @@ def benchmark(
     all_jobs = make_jobs(envs, policies, seeds, T, out, found)
     records: dict[Path, dict[str, Any]] = {}
     todo = []
+    # A setting whose run has the same parameters as another setting's (old and new on h1-h3)
+    # is the same deterministic trajectory: it is run once and its record copied.
+    first_of: dict[str, Job] = {}
+    copies: dict[Path, Job] = {}
     for job in all_jobs:
+        key = json.dumps([job.env, job.policy, job.seed, job.config], sort_keys=True, default=str)
         record = load_record(job, redo_changed)
         if record is not None:
             records[job.path] = record
+            first_of.setdefault(key, job)
+        elif key in first_of:
+            copies[job.path] = first_of[key]
         elif run_missing:
             todo.append(job)
+            first_of[key] = job
     failures: list[str] = []
     bar = tqdm(total=len(todo), desc="runs", disable=not progress or not todo)
     if jobs > 1 and len(todo) > 1:
@@ -695,6 +704,11 @@ def benchmark(
                 failures.append(f"{job.label}: {type(exc).__name__}: {exc}")
             bar.update()
     bar.close()
+    for job in all_jobs:
+        same = copies.get(job.path)
+        if same is not None and same.path in records:
+            records[job.path] = {**records[same.path], "setting": job.setting}
+            write_atomic(job.path, json.dumps(records[job.path], indent=1, default=str) + "\n")
     ordered = [records[job.path] for job in all_jobs if job.path in records]
     runs = runs_frame(ordered)
     summary = summarize(runs, envs, policies)

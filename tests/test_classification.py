@@ -106,13 +106,16 @@ def test_real_dataset_env_uses_the_paper_defaults(tmp_path, monkeypatch):
     (folder / "shuttle.tst").write_text(rows)
     env = db.make_env("shuttle", data_dir=tmp_path, seed=0, download=False)
     assert env.n_arms == 3 and env.get_params()["dataset"] == "shuttle"
-    # the paper's preprocessing (DATASET_PREPROCESS): every sample L2-normalised, no statistics
-    assert DATASET_PREPROCESS["shuttle"] == "l2" and env.get_params()["preprocess"] == "l2"
-    assert "preprocess_stats" not in env.get_params()
-    np.testing.assert_allclose(np.linalg.norm(env.sample(0)), 1.0)
-    own = db.make_env("shuttle", data_dir=tmp_path, download=False, preprocess="standardize")
-    assert own.get_params()["preprocess"] == "standardize"
-    np.testing.assert_allclose(own.sample(0), (own.X[0] - own.X.mean(0)) / own.scale_)
+    # the dataset's default (DATASET_PREPROCESS): standardised, statistics in the configuration
+    assert DATASET_PREPROCESS["shuttle"] == "standardize"
+    assert env.get_params()["preprocess"] == "standardize"
+    assert len(env.get_params()["preprocess_stats"]["mean"]) == 9
+    np.testing.assert_allclose(env.sample(0), (env.X[0] - env.X.mean(0)) / env.scale_)
+    # the paper's setting on request: every sample L2-normalised, no statistics
+    paper = db.make_env("shuttle", data_dir=tmp_path, download=False, preprocess="l2")
+    assert paper.get_params()["preprocess"] == "l2"
+    assert "preprocess_stats" not in paper.get_params()
+    np.testing.assert_allclose(np.linalg.norm(paper.sample(0)), 1.0)
     policy = build_policy("neural-linucb", env)
     assert policy.get_params()["feature_dim"] == 64 and policy.get_params()["train_every"] == 100
     assert build_policy("neural-linucb:feature_dim=8", env).get_params()["feature_dim"] == 8

@@ -111,7 +111,7 @@ EXPERIMENTS: dict[str, PaperExperiment] = {
     **{
         f"real-{name}": _regret(
             f"Fig. real_world ({name}): cumulative regret, T = 15000, 5 seeds (the paper's text)",
-            name,
+            f"{name}:preprocess=l2",
             15000,
             SEEDS_5,
         )
@@ -119,7 +119,7 @@ EXPERIMENTS: dict[str, PaperExperiment] = {
     },
     "dynamic-range": PaperExperiment(
         "Fig. ab_dynamic (b): shuttle with rewards {0,1} then {1,3} from T/2",
-        env="shuttle:dynamic_range=True",
+        env="shuttle:dynamic_range=True,preprocess=l2",
         policies=("neural-ucb", "neural-linucb", "neural-sigma2-linucb"),
         T=15000,
         seeds=SEEDS_5,
