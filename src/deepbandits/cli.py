@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=int, default=1, help="evaluation runs in parallel processes (default: 1)"
     )
     p_tune.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/tune/POLICY)"
+        "--out", type=Path, default=None, help="output folder (default: results/tune/ENV/POLICY)"
     )
     p_tune.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
@@ -338,7 +338,7 @@ def _tune(args: argparse.Namespace) -> int:
     evaluation table, the best specification and where the files went."""
     timeout = None if args.timeout_minutes is None else 60.0 * args.timeout_minutes
     n_trials = 20 if args.trials is None and timeout is None else args.trials
-    out = args.out or Path("results") / "tune" / label_of(args.policy)
+    out = args.out or Path("results") / "tune" / label_of(args.env) / label_of(args.policy)
     result = tune(
         args.policy,
         args.env,
