@@ -120,8 +120,8 @@ class Setting:
 OLD_POLICY: dict[str, dict[str, Any]] = {
     "linucb": {"alpha": 0.02},
     "sigma2-linucb": {"alpha": 0.02},
-    "neural-linucb": {"alpha": 0.02},
-    "neural-sigma2-linucb": {"alpha": 0.02},
+    "neural-linucb": {"alpha": 0.02, "lam_warmup": False},
+    "neural-sigma2-linucb": {"alpha": 0.02, "lam_warmup": False},
     "neural-ucb": {"alpha": 0.02},
     "neural-ts": {"alpha": 0.02},
 }

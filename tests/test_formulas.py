@@ -1,3 +1,4 @@
+import itertools
 import math
 
 import numpy as np
@@ -8,6 +9,7 @@ from deepbandits.formulas import (
     range_variance_bound,
     theory_alpha,
     variance_floor,
+    warmup_prior,
 )
 
 
@@ -49,3 +51,17 @@ def test_theory_alpha_hand_computed():
     # grows with t, shrinks with sigma-bar
     assert theory_alpha(100, d=d, sigma2_bar=s2) > theory_alpha(10, d=d, sigma2_bar=s2)
     assert theory_alpha(10, d=d, sigma2_bar=1.0) < theory_alpha(10, d=d, sigma2_bar=0.1)
+
+
+def test_warmup_prior_scales_lambda_by_the_mean_weight_until_t0():
+    # f = 1/40 (h1's sigma-hat^2 of about 40): lambda/40 at first, lambda at t0 and after
+    assert warmup_prior(1.0, 1 / 40, 0, 2000) == pytest.approx(1 / 40)
+    assert warmup_prior(1.0, 1 / 40, 1000, 2000) == pytest.approx(1 / 40 + (1 - 1 / 40) / 2)
+    assert warmup_prior(2.0, 1 / 40, 2000, 2000) == 2.0
+    assert warmup_prior(2.0, 1 / 40, 5000, 2000) == 2.0
+    values = [warmup_prior(1.0, 0.1, t, 100) for t in range(101)]
+    assert all(a < b for a, b in itertools.pairwise(values))
+    # unit weights (the unweighted ridge) or larger weights: the prior never changes
+    assert warmup_prior(3.0, 1.0, 10, 2000) == 3.0
+    assert warmup_prior(3.0, 16.0, 10, 2000) == 3.0
+    assert warmup_prior(3.0, 0.1, 10, 0) == 3.0

@@ -201,3 +201,33 @@ def test_run_records_and_saves(tmp_path):
     back = db.RunResult.load(tmp_path / "run")
     np.testing.assert_allclose(back.records["cum_regret"], rec["cum_regret"])
     assert back.config["policy"]["params"]["feature_dim"] == 8 and back.config["seed"] == 1
+
+
+def test_warmup_prior_follows_the_mean_weight_then_returns_to_lambda():
+    """Neural-σ²-LinUCB's prior during the warm-up is warmup_prior(λ, mean 1/σ̄², t, t₀); from
+    t₀ on it is λ, and A = λₜI + Σ φφᵀ/σ̄² holds exactly throughout."""
+    from deepbandits.formulas import warmup_prior
+
+    env = db.make_env("h1", seed=0)
+    policy = db.make_policy("neural-sigma2-linucb", seed=0, lam=2.0, **SMALL_NET)
+    weights = []
+    for t in range(1, 101):
+        rnd = env.next_round()
+        arm = policy.select(rnd.contexts)
+        policy.update(rnd.contexts, arm, env.reward(arm), reward_range=rnd.reward_range)
+        weights.append(1.0 / policy.last_update_["sigma2"])
+        expected = warmup_prior(2.0, np.mean(weights), t, SMALL_NET["train_start"])
+        assert policy.ridge_.lam == pytest.approx(expected, rel=1e-12)
+        if t == 5:
+            assert policy.ridge_.lam < 0.5  # h1's weights are about 1/40
+    assert policy.ridge_.lam == 2.0
+    assert policy.ridge_.exact_inverse_error() < 1e-8
+
+
+def test_warmup_prior_changes_nothing_for_unit_weights():
+    """Neural-LinUCB (unit weights): the same trajectory with and without lam_warmup."""
+    arms = []
+    for warm in (True, False):
+        policy = db.make_policy("neural-linucb", seed=1, lam_warmup=warm, **SMALL_NET)
+        arms.append(play(policy, db.make_env("h1", seed=1), 120))
+    np.testing.assert_array_equal(arms[0], arms[1])

@@ -107,3 +107,19 @@ def test_large_heads_update_in_place_and_match_exact_solve():
         np.testing.assert_allclose(ridge.A[h], A, atol=1e-12)
         np.testing.assert_allclose(ridge.theta[h], np.linalg.solve(A, (w * r)[sel] @ X[sel]))
     assert ridge.exact_inverse_error() < 1e-10
+
+
+def test_set_lam_equals_a_ridge_built_with_that_lam():
+    rng = np.random.default_rng(3)
+    X, r, w = rng.standard_normal((40, 5)), rng.standard_normal(40), rng.uniform(0.01, 2, 40)
+    heads = rng.integers(0, 2, 40)
+    changed, fresh = RidgeState(5, 2, 1.0), RidgeState(5, 2, 0.05)
+    for x, y, wt, h in zip(X, r, w, heads, strict=True):
+        changed.update(x, y, wt, int(h))
+        fresh.update(x, y, wt, int(h))
+    changed.set_lam(0.05)
+    for key in ("A", "A_inv", "b", "theta"):
+        np.testing.assert_allclose(getattr(changed, key), getattr(fresh, key), atol=1e-10)
+    assert changed.lam == 0.05 and changed.state_dict()["lam"].tolist() == [0.05, 0.05]
+    exact = [np.linalg.solve(fresh.A[h], fresh.b[h]) for h in range(2)]
+    np.testing.assert_allclose(changed.theta, exact, atol=1e-10)

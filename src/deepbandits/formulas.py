@@ -25,6 +25,21 @@ def floored_variance(sigma2: ArrayLike, R: float, d: int) -> NDArray[np.float64]
     return np.maximum(np.asarray(sigma2, dtype=np.float64), variance_floor(R, d))
 
 
+def warmup_prior(lam: float, mean_weight: float, t: int, t0: int) -> float:
+    """The ridge prior λₜ = λ·(f + (1 − f)·min(t, t₀)/t₀), f = min(1, mean weight), of the
+    warm-up rounds t ≤ t₀.
+
+    In the weighted ridge of Eq. 10, A = λI + Σ φφᵀ/σ̄²ₛ, the prior weighs as much as λ·σ̄²
+    unit-weight observations would; scaling it by the mean weight f makes it count as in the
+    unweighted ridge of Eq. 5 at first, and it returns linearly to λ (Algorithm 1) by t₀.
+    ``t0 = 0`` gives λ.
+    """
+    f = min(1.0, float(mean_weight))
+    if t0 <= 0 or f >= 1.0:
+        return float(lam)
+    return float(lam) * (f + (1.0 - f) * min(t, t0) / t0)
+
+
 def range_variance_bound(mean: ArrayLike, a: float, b: float) -> NDArray[np.float64]:
     """σ̂² = (b − μ̂)(μ̂ − a), the variance bound of a reward in [a, b] with mean μ̂ (Eq. 13).
 

@@ -102,6 +102,18 @@ class RidgeState:
         self.A_inv = np.linalg.inv(self.A)
         self.theta = np.einsum("hij,hj->hi", self.A_inv, self.b)
 
+    def set_lam(self, lam: float) -> None:
+        """Replace the prior λI of every head by ``lam``·I (A, A⁻¹ exactly, θ), keeping the
+        observations: A = λI + Σ w x xᵀ."""
+        lam = float(lam)
+        if not lam > 0:
+            raise ValueError(f"lam must be > 0, but {lam!r} is given")
+        self.A += np.eye(self.dim)[None] * (lam - self._lams)[:, None, None]
+        self._lams = np.full(self.n_heads, lam)
+        self.lam = lam
+        self.A_inv = np.linalg.inv(self.A)
+        self.theta = np.einsum("hij,hj->hi", self.A_inv, self.b)
+
     def score(self, X: Array, heads: NDArray[np.int64] | None = None) -> tuple[Array, Array]:
         """Mean θᵀx and width ‖x‖_{A⁻¹} for each row of ``X``, in one batched operation.
 
