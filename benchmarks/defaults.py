@@ -63,7 +63,6 @@ import argparse
 import json
 import math
 import multiprocessing
-import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -80,6 +79,7 @@ from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
 import deepbandits as db
+from deepbandits._io import write_atomic
 from deepbandits.experiments.runner import give_horizon
 from deepbandits.experiments.specs import parse_seeds, parse_spec
 from deepbandits.experiments.tune import with_params
@@ -302,18 +302,6 @@ def differences(found: dict[str, Any], wanted: dict[str, Any], prefix: str = "")
         elif a != b:
             out.append(f"{prefix}{key} {a!r} (now {b!r})")
     return out
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` through a temporary file in the same folder and :func:`os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def run_one(job: Job, progress: bool = False) -> dict[str, Any]:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from deepbandits._io import write_atomic
 from deepbandits.envs import Environment, make_env
 from deepbandits.experiments.runner import RunResult, check_checkpoints, give_horizon, run
 from deepbandits.experiments.specs import parse_spec
@@ -161,7 +162,7 @@ def compare(
         for spec in policy_specs
     }
     summary = summarize(results)
-    summary.to_csv(out / "summary.csv", index=False)
+    write_atomic(out / "summary.csv", summary.to_csv(index=False))
     plot_regret(results, out / "regret.png", title=f"{env_spec}, T={T}, {len(seeds)} seeds")
     return summary
 

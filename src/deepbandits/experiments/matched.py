@@ -43,6 +43,7 @@ import optuna
 import pandas as pd
 from tqdm.auto import tqdm
 
+from deepbandits._io import write_atomic
 from deepbandits._validation import check_int
 from deepbandits.envs import Environment
 from deepbandits.experiments.compare import label_of
@@ -53,7 +54,6 @@ from deepbandits.experiments.tune import (
     _counts,
     _make_env,
     _seeds,
-    _write_atomic,
     search_space,
     tune,
     with_params,
@@ -734,10 +734,10 @@ def run_matched(
     _run_all([t for t in tasks if not _finished(t)], jobs, progress)
     table = pd.DataFrame(_rows(tasks, protocol.reference))
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out / "matched.csv", table.to_csv(index=False))
-    _write_atomic(out / "matched.md", format_matched(table, protocol, budgets) + "\n")
+    write_atomic(out / "matched.csv", table.to_csv(index=False))
+    write_atomic(out / "matched.md", format_matched(table, protocol, budgets) + "\n")
     settings = {"protocol": asdict(protocol), "policy_specs": specs, "training_budgets": budgets}
-    _write_atomic(out / "matched.json", json.dumps(settings, indent=2, default=str) + "\n")
+    write_atomic(out / "matched.json", json.dumps(settings, indent=2, default=str) + "\n")
     return table
 
 

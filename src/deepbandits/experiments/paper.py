@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice
 from deepbandits.experiments.compare import compare
 from deepbandits.experiments.report import REFERENCE_FILE, build_report
@@ -193,6 +194,6 @@ def reproduce(
         checkpoints=checkpoints,
     )
     if exp.reference:
-        (out / REFERENCE_FILE).write_text(json.dumps(exp.reference, indent=2))
+        write_atomic(out / REFERENCE_FILE, json.dumps(exp.reference, indent=2))
     page, md = build_report(out, out / "report")
     return summary, page, md

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from deepbandits._io import write_atomic
 from deepbandits.experiments.runner import RunResult
 from deepbandits.metrics import (
     DEFAULT_LEVELS,
@@ -429,13 +430,13 @@ def comparison_blocks(
     per_run = run_table(comp, levels)
     summary = summary_table(per_run)
     paired = paired_table(per_run)
-    per_run.to_csv(out / "runs.csv", index=False)
-    summary.to_csv(out / "summary.csv", index=False)
-    paired.to_csv(out / "paired.csv", index=False)
+    write_atomic(out / "runs.csv", per_run.to_csv(index=False))
+    write_atomic(out / "summary.csv", summary.to_csv(index=False))
+    write_atomic(out / "paired.csv", paired.to_csv(index=False))
     names = ("reliability.csv", "holdout_reliability.csv", "holdout_cal2.csv")
     for name, table in zip(names, reliability_tables(comp, levels), strict=True):
         if len(table):
-            table.to_csv(out / name, index=False)
+            write_atomic(out / name, table.to_csv(index=False))
     rel = out.relative_to(root_out)
     blocks: list[Block] = [("h2", comp.name), ("p", f"Runs from `{comp.folder}`.")]
     header = ["policy", "seeds", "T"] + [h for _, h in METRICS]
@@ -646,6 +647,6 @@ def build_report(
         blocks += comparison_blocks(comp, out / slug(name), out, p)
     title = f"deepbandits report: {results}"
     md, page = out / "README.md", out / "index.html"
-    md.write_text(to_markdown(blocks, title))
-    page.write_text(to_html(blocks, title))
+    write_atomic(md, to_markdown(blocks, title))
+    write_atomic(page, to_html(blocks, title))
     return page, md

@@ -22,6 +22,7 @@ import torch
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from deepbandits._io import write_atomic
 from deepbandits._validation import check_int
 from deepbandits._version import __version__
 from deepbandits.envs.base import Environment, Holdout
@@ -75,14 +76,11 @@ class RunResult:
     def save(self, stem: str | Path) -> tuple[Path, Path]:
         """Write ``<stem>.csv`` (records) and ``<stem>.json`` (configuration); return both paths."""
         stem = Path(stem)
-        stem.parent.mkdir(parents=True, exist_ok=True)
         csv_path, json_path = stem.with_suffix(".csv"), stem.with_suffix(".json")
-        tmp = csv_path.with_suffix(".csv.tmp")
         if self.holdout is not None:
-            self.holdout.to_csv(holdout_path(stem), index=False)
-        self.records.to_csv(tmp, index=False)
-        tmp.replace(csv_path)
-        json_path.write_text(json.dumps(self.config, indent=2, default=str))
+            write_atomic(holdout_path(stem), self.holdout.to_csv(index=False))
+        write_atomic(csv_path, self.records.to_csv(index=False))
+        write_atomic(json_path, json.dumps(self.config, indent=2, default=str))
         return csv_path, json_path
 
     @classmethod

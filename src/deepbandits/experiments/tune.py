@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ import pandas as pd
 from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
+from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice, check_int, check_positive
 from deepbandits._version import __version__
 from deepbandits.envs import Environment, make_env
@@ -227,19 +227,6 @@ def with_params(policy_spec: str, params: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------- files
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and
-    :func:`os.replace`, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _counts(trial: FrozenTrial) -> bool:
     """Whether a trial counts towards ``n_trials``: finished, or failed by an error of its own
     (a trial interrupted by a kill or Ctrl-C does not count, it is run again)."""
@@ -490,7 +477,7 @@ def tune(
     finally:
         optuna.logging.set_verbosity(verbosity)
     trials_path = out / "trials.csv"
-    _write_atomic(trials_path, trials_table(study, space).to_csv(index=False))
+    write_atomic(trials_path, trials_table(study, space).to_csv(index=False))
     states = [t.state for t in study.trials]
     n = {s.name.lower(): states.count(s) for s in (TrialState.COMPLETE, TrialState.PRUNED)}
     n["failed"] = states.count(TrialState.FAIL)
@@ -548,7 +535,7 @@ def tune(
             "eval": str(out / "eval"),
         },
     }
-    _write_atomic(path, json.dumps(record, indent=2, default=str) + "\n")
+    write_atomic(path, json.dumps(record, indent=2, default=str) + "\n")
     return TuneResult(
         best_params=best_params,
         best_spec=best_spec,
