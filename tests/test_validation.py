@@ -148,3 +148,16 @@ def test_set_params_validates_and_keeps_presets():
     assert policy.get_params()["lr"] == 1e-2
     policy.set_params(lr=0.5)
     assert policy.get_params()["lr"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "name", ["linucb", "neural-linucb", "neural-ucb", "kernel-ucb", "range-mle"]
+)
+def test_misspelt_policy_keywords_list_every_parameter(name):
+    """The list of valid keywords includes the ridge ones (alpha, lam) and suggests the closest."""
+    with pytest.raises(ValueError) as err:
+        db.make_policy(name, alph=1.0)
+    message = str(err.value)
+    assert "did you mean 'alpha' for 'alph'" in message
+    assert "alpha" in message.split("valid options:")[1]
+    assert "lam" in message.split("valid options:")[1]

@@ -7,6 +7,7 @@ or torch.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -118,7 +119,10 @@ def check_unknown_keys(given: Iterable[str], allowed: Iterable[str], what: str) 
     allowed_set = set(allowed)
     unknown = sorted(set(given) - allowed_set)
     if unknown:
+        close = {k: difflib.get_close_matches(k, allowed_set, n=1) for k in unknown}
+        hints = [f"{m[0]!r} for {k!r}" for k, m in close.items() if m]
+        hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
         raise ValueError(
-            f"unknown option(s) {', '.join(map(repr, unknown))} for {what}; "
+            f"unknown option(s) {', '.join(map(repr, unknown))} for {what}{hint}; "
             f"valid options: {', '.join(sorted(allowed_set))}"
         )

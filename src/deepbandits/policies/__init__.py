@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from deepbandits._validation import check_choice
+from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.policies.base import Policy, load_policy
 from deepbandits.policies.bootstrapped import BootstrappedNN
 from deepbandits.policies.kernel_ucb import KernelUCB
@@ -59,6 +59,11 @@ def policy_names(configurations: bool = True) -> list[str]:
     return list(POLICIES) + (list(CONFIGURATIONS) if configurations else [])
 
 
+def parameter_names(cls: type[Policy]) -> list[str]:
+    """Every constructor parameter of a policy class (its defaults, presets included)."""
+    return list(cls().get_params())
+
+
 def distinct_policy_names() -> list[str]:
     """:func:`policy_names` without configurations equal to an earlier name's defaults
     (``range-mse`` is ``neural-sigma2-linucb`` as it comes): what ``--policy all`` runs."""
@@ -89,6 +94,7 @@ def make_policy(name: str, *, env: Environment | None = None, **params: Any) -> 
         cls, params = POLICIES[base], {**settings, **params}
     else:
         cls = POLICIES[name]
+    check_unknown_keys(params, parameter_names(cls), f"policy {name!r}")
     policy = cls(**params)
     if env is not None:
         accepted = policy.get_params()
