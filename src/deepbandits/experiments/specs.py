@@ -79,19 +79,8 @@ def _split_items(text: str) -> list[str]:
 
 
 def _split_top_level(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return [p for p in parts if p.strip()]
+    """Split at the commas outside brackets, dropping empty items."""
+    return [p for p in _split_items(text) if p.strip()]
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
