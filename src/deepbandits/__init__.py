@@ -23,6 +23,15 @@ from deepbandits.envs import (
     env_names,
     make_env,
 )
+from deepbandits.errors import (
+    CheckpointError,
+    ConcurrentUseError,
+    DataError,
+    DataNotFoundError,
+    DeepBanditsError,
+    InputTypeError,
+    InputValueError,
+)
 from deepbandits.experiments import RunResult, TuneResult, compare, run, tune
 from deepbandits.linalg import RidgeState
 from deepbandits.policies import (
@@ -47,9 +56,16 @@ from deepbandits.policies import (
 __all__ = [
     "BlockContexts",
     "BootstrappedNN",
+    "CheckpointError",
     "ClassificationEnv",
+    "ConcurrentUseError",
+    "DataError",
+    "DataNotFoundError",
     "Dataset",
+    "DeepBanditsError",
     "Environment",
+    "InputTypeError",
+    "InputValueError",
     "KernelUCB",
     "LinUCB",
     "NeuralGradientBandit",

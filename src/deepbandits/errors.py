@@ -1,0 +1,59 @@
+"""The library's exception types.
+
+Every error the library raises on purpose is a :class:`DeepBanditsError`, and also a subclass of
+the built-in exception a caller would expect (``ValueError`` for a bad value, ``TypeError`` for a
+value of the wrong type, ``FileNotFoundError`` for a missing file), so ``except ValueError`` keeps
+working. The message names the argument, what was expected and what was given. The command line
+turns any of them into a one-paragraph message and exit status 2.
+
+=========================  ==========================================================
+``DeepBanditsError``       base class of all of them
+``InputValueError``        a value of the right type but out of range, shape or finiteness
+``InputTypeError``         a value of the wrong type (a string for a number, ...)
+``DataError``              a data file that is missing, damaged or malformed
+``DataNotFoundError``      a data file that is missing (also a ``FileNotFoundError``)
+``CheckpointError``        a saved policy that cannot be read or does not fit the receiver
+``ConcurrentUseError``     an output folder already in use by another process
+=========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+
+class DeepBanditsError(Exception):
+    """Base class of every error the library raises on purpose."""
+
+
+class InputValueError(DeepBanditsError, ValueError):
+    """A value of the right type that is out of range, of the wrong shape or not finite."""
+
+
+class InputTypeError(DeepBanditsError, TypeError):
+    """A value of the wrong type: a string or a bool where a number is expected, ..."""
+
+
+class DataError(InputValueError):
+    """A data file that is missing, damaged (checksum) or malformed."""
+
+
+class DataNotFoundError(DataError, FileNotFoundError):
+    """A data file that does not exist (and cannot be downloaded)."""
+
+
+class CheckpointError(InputValueError):
+    """A saved policy that cannot be read, or that does not fit the policy it is loaded into."""
+
+
+class ConcurrentUseError(DeepBanditsError, RuntimeError):
+    """An output folder locked by another running process."""
+
+
+__all__ = [
+    "CheckpointError",
+    "ConcurrentUseError",
+    "DataError",
+    "DataNotFoundError",
+    "DeepBanditsError",
+    "InputTypeError",
+    "InputValueError",
+]
