@@ -24,9 +24,11 @@ from deepbandits.datasets.formats import read_cifar_batch, read_idx
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path, monkeypatch):
-    """Parsed-array caches go to a temporary cache folder, never to the user's."""
+    """Parsed-array caches go to a temporary cache folder, never to the user's; the fixtures
+    written under the canonical file names are not the canonical files (no known checksum)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("DEEPBANDITS_DATA", raising=False)
+    monkeypatch.setattr(catalog, "CANONICAL", {})
 
 
 # ------------------------------------------------------------------------------- writers
@@ -98,7 +100,10 @@ def test_cache_is_rebuilt_when_a_source_changes(tmp_path):
     make_mnist(tmp_path, rng)
     load_dataset("mnist", tmp_path, download=False)
     new_labels = np.array([9, 9, 9, 9, 9, 9], dtype=np.uint8)
-    write_idx(tmp_path / "mnist" / "train-labels-idx1-ubyte.gz", new_labels)
+    path = tmp_path / "mnist" / "train-labels-idx1-ubyte.gz"
+    before = path.stat().st_mtime_ns
+    write_idx(path, new_labels)
+    os.utime(path, ns=(before + 10**9, before + 10**9))  # a later edit: a later time stamp
     ds = load_dataset("mnist", tmp_path, download=False)
     np.testing.assert_array_equal(ds.y[:6], new_labels)
     assert len(list((tmp_path / "mnist").glob("mnist.*.npz"))) == 1  # the stale one is gone

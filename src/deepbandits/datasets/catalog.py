@@ -1,21 +1,19 @@
 """The four classification datasets of Section 5.2: their files, sources and readers.
 
 :func:`load_dataset` finds a dataset's canonical files in the data directory
-(:func:`~deepbandits.datasets.location.data_home`), downloads missing ones when it may, parses
-them, and caches the parsed arrays as an ``.npz`` keyed by the sources' SHA-256 (next to the
-sources, or in the cache folder when that directory is read-only), so later loads read only the
-``.npz``.
+(:func:`~deepbandits.datasets.location.data_home`), downloads missing ones when it may, checks
+each against its published checksum (:data:`CANONICAL`; once per version of the file, see
+:mod:`~deepbandits.datasets.verify`), parses them, and caches the parsed arrays as an ``.npz``
+tied to that version of the sources (:mod:`~deepbandits.datasets.cache`), so later loads read
+only the ``.npz``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import stat
 import tarfile
-import tempfile
 import warnings
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,18 +22,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deepbandits._validation import check_choice
-from deepbandits.datasets.download import Checksum, DownloadError, fetch, file_digest
+from deepbandits._io import write_atomic
+from deepbandits._validation import check_bool, check_choice
+from deepbandits.datasets.cache import cache_candidates, cache_key, read_cache, write_cache
+from deepbandits.datasets.download import Checksum, DownloadError, fetch
 from deepbandits.datasets.formats import (
     DatasetFileError,
-    read_bytes,
     read_cifar_batch,
     read_idx,
     read_int_table,
 )
-from deepbandits.datasets.location import ENV_VAR, cache_home, data_home
-
-CACHE_VERSION = 1
+from deepbandits.datasets.location import ENV_VAR, data_home, data_home_origin
+from deepbandits.datasets.verify import verified_identities
+from deepbandits.errors import DataNotFoundError
 
 
 @dataclass(frozen=True)
@@ -85,12 +84,15 @@ def _read_mnist(folder: Path, files: list[Path]) -> tuple[NDArray[Any], NDArray[
     parts = []
     for split in ("train", "t10k"):
         images = read_idx(folder / f"{split}-images-idx3-ubyte.gz")
-        labels = read_idx(folder / f"{split}-labels-idx1-ubyte.gz")
+        labels_path = folder / f"{split}-labels-idx1-ubyte.gz"
+        labels = read_idx(labels_path)
         if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
             raise DatasetFileError(
                 folder / f"{split}-images-idx3-ubyte.gz",
                 f"images {images.shape} and labels {labels.shape} do not match",
             )
+        if labels.size and labels.max() > 9:
+            raise DatasetFileError(labels_path, f"labels outside 0..9 (max {labels.max()})")
         parts.append((images.reshape(len(images), -1), labels.astype(np.int64)))
     X = np.concatenate([p[0] for p in parts])
     y = np.concatenate([p[1] for p in parts])
@@ -99,6 +101,12 @@ def _read_mnist(folder: Path, files: list[Path]) -> tuple[NDArray[Any], NDArray[
 
 def _read_shuttle(folder: Path, files: list[Path]) -> tuple[NDArray[Any], NDArray[Any], str]:
     tables = [read_int_table(folder / name, 10, sep=" ") for name in ("shuttle.trn", "shuttle.tst")]
+    for name, table in zip(("shuttle.trn", "shuttle.tst"), tables, strict=True):
+        labels = table[:, 9]
+        if labels.size and (labels.min() < 1 or labels.max() > 7):
+            raise DatasetFileError(
+                folder / name, f"classes outside 1..7 ({labels.min()}..{labels.max()})"
+            )
     data = np.concatenate(tables)
     return data[:, :9].astype(np.int32), data[:, 9] - 1, ""
 
@@ -129,21 +137,13 @@ def _read_cifar(folder: Path, files: list[Path]) -> tuple[NDArray[Any], NDArray[
 
 
 # ------------------------------------------------------------------------------------ sources
-def _gunzip_to(name: str) -> Callable[[Path, Path], None]:
-    def unpack(downloaded: Path, folder: Path) -> None:
-        (folder / name).write_bytes(read_bytes(downloaded, gunzip=True))
-        downloaded.unlink()
-
-    return unpack
-
-
 def _unlzw_to(name: str) -> Callable[[Path, Path], None]:
     """Decompress a Unix ``compress`` (``.Z``) file, the format UCI ships ``shuttle.trn`` in."""
 
     def unpack(downloaded: Path, folder: Path) -> None:
         import unlzw3
 
-        (folder / name).write_bytes(unlzw3.unlzw(downloaded.read_bytes()))
+        write_atomic(folder / name, unlzw3.unlzw(downloaded.read_bytes()))
         downloaded.unlink()
 
     return unpack
@@ -158,13 +158,15 @@ def _extract_cifar(downloaded: Path, folder: Path) -> None:
             if member.name in wanted and member.isfile():
                 src = tar.extractfile(member)
                 assert src is not None
-                with src, open(folder / Path(member.name).name, "wb") as out:
-                    shutil.copyfileobj(src, out)
+                with src:
+                    write_atomic(folder / Path(member.name).name, src.read())
     downloaded.unlink()
 
 
-_MNIST_URL = "https://ossci-datasets.s3.amazonaws.com/mnist/"
-_MNIST_CONTENT = {  # SHA-256 of the decompressed IDX files (MANIFEST.md of shared/data)
+# The canonical content of each file (MANIFEST.md of the shared data folder): SHA-256 of the
+# decompressed IDX files for MNIST and of covtype.data for Covertype (their gzip wrappers vary
+# between copies), of the files themselves for Shuttle.
+_MNIST_CONTENT = {
     "train-images-idx3-ubyte.gz": "ba891046e6505d7aadcbbe25680a0738"
     "ad16aec93bde7f9b65e87a2fc25776db",
     "train-labels-idx1-ubyte.gz": "65a50cbbf4e906d70832878ad85ccda5"
@@ -172,6 +174,59 @@ _MNIST_CONTENT = {  # SHA-256 of the decompressed IDX files (MANIFEST.md of shar
     "t10k-images-idx3-ubyte.gz": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
     "t10k-labels-idx1-ubyte.gz": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
 }
+_MNIST = {name: Checksum("sha256", digest, of="gzip") for name, digest in _MNIST_CONTENT.items()}
+_SHUTTLE = {
+    "shuttle.trn": Checksum(
+        "sha256", "87b24ee9fb5137e1d417659cf905d84d0e15342bbaa60770f1ae83da1a38200a"
+    ),
+    "shuttle.tst": Checksum(
+        "sha256", "f776934a628d9b94c482cb058a76ddaa63823e0f74aec065813c9dff3b89d661"
+    ),
+}
+_COVTYPE = Checksum(
+    "sha256", "0a9371cef7c964b5475d6053cc3e0894a5aa6f65ad1ed3ecb01c45aa96217945", of="gzip"
+)
+# CIFAR-10 batches: the MD5 of the original files (those in cifar-10-python.tar.gz, the values
+# torchvision checks; no SHA-256 of them is published), and the SHA-256 of the batches 1-3 of the
+# shared data folder, rebuilt from lossless sprites with placeholder b"filenames" (which the
+# reader does not use) and otherwise identical in content.
+_CIFAR_ORIGINAL_MD5 = {
+    "data_batch_1": "c99cafc152244af753f735de768cd75f",
+    "data_batch_2": "d4bba439e000b95fd0a9bffe97cbabec",
+    "data_batch_3": "54ebc095f3ab1f0389bbae665268c751",
+    "data_batch_4": "634d18415352ddfa80567beed471001a",
+    "data_batch_5": "482c414d41f54cd18b22e5b47cb7c3cb",
+    "test_batch": "40351d587109b95175f43aff81a1287e",
+}
+_CIFAR_REBUILT_SHA256 = {
+    "data_batch_1": "cd810db010560d1e89f5cb3189b7b61145f8abbede18a4c5b4418cf50a5e74ed",
+    "data_batch_2": "6edb87bfeae4162bc379daa571dc80134b2f05c3b8ceece70c412704d51b7ed9",
+    "data_batch_3": "16cf3356162c72402ae2b00bc950f07a2a97e5899197784e3d2d4362c428bc1b",
+}
+
+#: The canonical files: for each dataset, every file its reader opens and the checksums that file
+#: may have (any one of them). A file under one of these names that has none of them is damaged
+#: or another version, and is refused (:mod:`~deepbandits.datasets.verify`); replace an entry
+#: (tests: ``monkeypatch.setitem(CANONICAL["shuttle"], "shuttle.tst", (checksum,))``) to declare
+#: other files canonical.
+CANONICAL: dict[str, dict[str, tuple[Checksum, ...]]] = {
+    "mnist": {name: (check,) for name, check in _MNIST.items()},
+    "shuttle": {name: (check,) for name, check in _SHUTTLE.items()},
+    "covertype": {"covtype.data.gz": (_COVTYPE,)},
+    "cifar10": {
+        name: (
+            Checksum("md5", md5),
+            *(
+                (Checksum("sha256", _CIFAR_REBUILT_SHA256[name]),)
+                if name in _CIFAR_REBUILT_SHA256
+                else ()
+            ),
+        )
+        for name, md5 in _CIFAR_ORIGINAL_MD5.items()
+    },
+}
+
+_MNIST_URL = "https://ossci-datasets.s3.amazonaws.com/mnist/"
 _UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/"
 _CIFAR_TAR = Source(
     "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
@@ -183,12 +238,9 @@ _CIFAR_TAR = Source(
 SPECS: dict[str, Spec] = {
     "mnist": Spec(
         "mnist",
-        tuple(_MNIST_CONTENT),
+        tuple(_MNIST),
         _read_mnist,
-        {
-            name: Source(_MNIST_URL + name, Checksum("sha256", digest, of="gzip"))
-            for name, digest in _MNIST_CONTENT.items()
-        },
+        {name: Source(_MNIST_URL + name, check) for name, check in _MNIST.items()},
         how_to_get="the four IDX .gz files of yann.lecun.com/exdb/mnist",
     ),
     "shuttle": Spec(
@@ -201,16 +253,9 @@ SPECS: dict[str, Spec] = {
                 None,
                 _unlzw_to("shuttle.trn"),
                 "shuttle.trn.Z",
-                Checksum(
-                    "sha256", "87b24ee9fb5137e1d417659cf905d84d0e15342bbaa60770f1ae83da1a38200a"
-                ),
+                _SHUTTLE["shuttle.trn"],
             ),
-            "shuttle.tst": Source(
-                _UCI + "statlog/shuttle/shuttle.tst",
-                Checksum(
-                    "sha256", "f776934a628d9b94c482cb058a76ddaa63823e0f74aec065813c9dff3b89d661"
-                ),
-            ),
+            "shuttle.tst": Source(_UCI + "statlog/shuttle/shuttle.tst", _SHUTTLE["shuttle.tst"]),
         },
         how_to_get="shuttle.trn (UCI ships it compressed as shuttle.trn.Z) and shuttle.tst of "
         "the UCI Statlog (Shuttle) dataset",
@@ -219,16 +264,7 @@ SPECS: dict[str, Spec] = {
         "covertype",
         ("covtype.data.gz",),
         _read_covertype,
-        {
-            "covtype.data.gz": Source(
-                _UCI + "covtype/covtype.data.gz",
-                Checksum(
-                    "sha256",
-                    "0a9371cef7c964b5475d6053cc3e0894a5aa6f65ad1ed3ecb01c45aa96217945",
-                    of="gzip",
-                ),
-            )
-        },
+        {"covtype.data.gz": Source(_UCI + "covtype/covtype.data.gz", _COVTYPE)},
         how_to_get="covtype.data.gz of the UCI Covertype dataset",
     ),
     "cifar10": Spec(
@@ -248,17 +284,34 @@ def dataset_names() -> list[str]:
 
 
 # ------------------------------------------------------------------------------- locating
-def _missing_message(spec: Spec, folder: Path, missing: list[str], reason: str) -> str:
+#: What unpacking a damaged download may raise (a bad tar or gzip, a bad ``.Z`` stream).
+_UNPACK_ERRORS = (OSError, EOFError, ValueError, tarfile.TarError, zlib.error)
+
+
+def _missing_message(
+    name: str,
+    data_dir: str | os.PathLike[str] | None,
+    folder: Path,
+    missing: list[str],
+    reason: str,
+) -> str:
+    spec = SPECS[name]
     return (
-        f"dataset files missing: {', '.join(missing)} not found in {folder} ({reason}). "
-        f"Get {spec.how_to_get} and put them in {folder}, or point the data directory at a "
-        f"folder that has a '{spec.folder}/' subfolder with them: data_dir=... or the "
-        f"{ENV_VAR} environment variable."
+        f"dataset {name!r} not found: {', '.join(missing)} missing from {folder} (data "
+        f"directory {folder.parent}, {data_home_origin(data_dir)}; {reason}). Get "
+        f"{spec.how_to_get} and put them in {folder}, or point the data directory at a folder "
+        f"that has a '{spec.folder}/' subfolder with them: data_dir=... or the {ENV_VAR} "
+        "environment variable."
     )
 
 
 def ensure_files(name: str, data_dir: str | os.PathLike[str] | None, download: bool) -> Path:
-    """The dataset's folder, with its required files present (downloaded if allowed)."""
+    """The dataset's folder, with its required files present (downloaded if allowed).
+
+    Raises :class:`~deepbandits.errors.DataNotFoundError` (a ``FileNotFoundError``) saying
+    which dataset, where it was looked for and how to get it, when a file is missing and
+    cannot be downloaded.
+    """
     spec = SPECS[name]
     folder = data_home(data_dir) / spec.folder
     missing = [f for f in spec.required if not (folder / f).is_file()]
@@ -267,7 +320,7 @@ def ensure_files(name: str, data_dir: str | os.PathLike[str] | None, download: b
     if not missing:
         return folder  # optional files (CIFAR batches) are fetched only when none is present
     if not download:
-        raise FileNotFoundError(_missing_message(spec, folder, missing, "download=False"))
+        raise DataNotFoundError(_missing_message(name, data_dir, folder, missing, "download=False"))
     wanted = [f for f in (*spec.required, *spec.optional) if not (folder / f).is_file()]
     done: set[int] = set()
     for fname in wanted:
@@ -278,38 +331,26 @@ def ensure_files(name: str, data_dir: str | os.PathLike[str] | None, download: b
         target = folder / (source.download_name or fname)
         try:
             fetch(source.url, target, source.checksum)
-        except DownloadError as exc:
+            if source.unpack is not None:
+                source.unpack(target, folder)
+        except (DownloadError, *_UNPACK_ERRORS) as exc:
             if fname in spec.required or not any((folder / f).is_file() for f in spec.optional):
-                raise FileNotFoundError(
-                    _missing_message(spec, folder, missing, f"download failed: {exc}")
-                ) from exc
+                reason = f"download failed: {exc}"
+                raise DataNotFoundError(
+                    _missing_message(name, data_dir, folder, missing, reason)
+                ) from None
             continue  # optional file (a CIFAR batch): use what is present
-        if source.unpack is not None:
-            source.unpack(target, folder)
         check = source.unpacked_checksum
         if check is not None and not check.matches(folder / fname):
             (folder / fname).unlink()
-            raise FileNotFoundError(
-                f"{source.url} unpacked to a {fname} whose {check.algorithm} is not the "
-                "published one; the file was discarded"
+            raise DataNotFoundError(
+                f"dataset {name!r}: {source.url} unpacked to a {fname} whose {check.algorithm} "
+                "is not the published one; the file was discarded"
             )
     return folder
 
 
-# -------------------------------------------------------------------------------- caching
-def sources_digest(paths: list[Path]) -> str:
-    h = hashlib.sha256(f"v{CACHE_VERSION}".encode())
-    for path in paths:
-        h.update(path.name.encode())
-        h.update(file_digest(path).encode())
-    return h.hexdigest()[:16]
-
-
-def _cache_candidates(name: str, folder: Path, key: str) -> list[Path]:
-    fname = f"{name}.{key}.npz"
-    return [folder / fname, cache_home() / "converted" / fname]
-
-
+# -------------------------------------------------------------------------------- loading
 def load_dataset(
     name: str, data_dir: str | os.PathLike[str] | None = None, *, download: bool = True
 ) -> Dataset:
@@ -324,53 +365,38 @@ def load_dataset(
         ``~/.cache/deepbandits/data``.
     download : bool, default=True
         Download missing files from their canonical sources (checked against the published
-        checksum). Offline or with ``download=False``, a missing file raises
-        ``FileNotFoundError`` saying which file, where it was looked for and how to get it.
+        checksum).
 
     Returns
     -------
     Dataset
         Raw features in a compact dtype and labels mapped to 0..K−1 by the reader (MNIST digits,
         shuttle and covertype classes minus one, CIFAR-10 classes).
+
+    Raises
+    ------
+    DataNotFoundError
+        A file is missing and cannot be downloaded (offline, or ``download=False``); the message
+        says which dataset, where it was looked for and how to get it.
+    DatasetFileError
+        A file is not the canonical one (its checksum is not the published one: damaged or
+        another version; checked once per version of the file, remembered in the cache folder),
+        or cannot be parsed. Both are :class:`~deepbandits.errors.DataError`.
+
+    A cache of the parsed arrays that is damaged is discarded with a warning and rebuilt.
     """
     check_choice(name, "dataset", SPECS)
+    download = check_bool(download, "download")
     spec = SPECS[name]
     folder = ensure_files(name, data_dir, download)
     present = [folder / f for f in (*spec.required, *spec.optional) if (folder / f).is_file()]
-    key = sources_digest(present)
-    candidates = _cache_candidates(name, folder, key)
-    cached = next((path for path in candidates if path.is_file()), None)
-    if cached is not None:
-        with np.load(cached, allow_pickle=False) as npz:
-            X, y, note = npz["X"], npz["y"], str(npz["note"])
-    else:
-        X, y, note = spec.read(folder, present)
-        _write_cache(candidates, X, y, note)
+    key = cache_key(present, verified_identities(name, present, CANONICAL.get(name, {})))
+    candidates = cache_candidates(name, folder, key)
+    arrays = read_cache(candidates, key)
+    if arrays is None:
+        arrays = spec.read(folder, present)
+        write_cache(candidates, key, arrays)
+    X, y, note = arrays
     if note:
         warnings.warn(f"{name}: {note}", stacklevel=2)
     return Dataset(name, X, y.astype(np.int64), tuple(str(p) for p in present), note)
-
-
-def _writable(folder: Path) -> bool:
-    """Whether ``folder`` may be written: its owner-write bit is set (a folder marked read-only
-    is left alone even by root) and the process has write access."""
-    return bool(folder.stat().st_mode & stat.S_IWUSR) and os.access(folder, os.W_OK)
-
-
-def _write_cache(candidates: list[Path], X: NDArray[Any], y: NDArray[Any], note: str) -> None:
-    """Write the parsed arrays to the first writable candidate (atomically), dropping the caches
-    of older versions of the sources next to it."""
-    for path in candidates:
-        if path.parent.is_dir() and not _writable(path.parent):
-            continue
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as f:
-                np.savez(f, X=X, y=y.astype(np.int64), note=np.str_(note))
-            os.replace(f.name, path)
-        except OSError:
-            continue
-        for old in path.parent.glob(path.name.split(".")[0] + ".*.npz"):
-            if old != path:
-                old.unlink(missing_ok=True)
-        return

@@ -18,9 +18,15 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from deepbandits.errors import DataError
 
-class DatasetFileError(ValueError):
-    """A dataset file is truncated, corrupt or not in the expected format."""
+#: What a damaged gzip stream raises while it is read (bad header, truncated, corrupt data).
+GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+
+
+class DatasetFileError(DataError):
+    """A dataset file is truncated, corrupt, not in the expected format, or not the canonical
+    file its name promises (checksum)."""
 
     def __init__(self, path: Path, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
@@ -34,7 +40,7 @@ def read_bytes(path: Path, *, gunzip: bool = False) -> bytes:
             with gzip.open(path, "rb") as f:
                 return f.read()
         return path.read_bytes()
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+    except GZIP_ERRORS as exc:
         raise DatasetFileError(path, f"corrupt or truncated gzip stream ({exc})") from exc
 
 
@@ -169,7 +175,7 @@ def read_int_table(path: Path, n_columns: int, *, sep: str) -> NDArray[np.int64]
             dtype=np.int64,
             compression="gzip" if path.suffix == ".gz" else None,
         )
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+    except GZIP_ERRORS as exc:
         raise DatasetFileError(path, f"corrupt or truncated gzip stream ({exc})") from exc
     except (ValueError, pd.errors.ParserError) as exc:
         raise DatasetFileError(path, f"not a table of {n_columns} integers ({exc})") from exc

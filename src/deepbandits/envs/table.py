@@ -35,6 +35,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from deepbandits.envs.classification import ClassificationEnv, check_removed_keywords
+from deepbandits.errors import DataError, DataNotFoundError
 
 #: Suffix → how the file is read ("csv": comma, "tsv": tab, "parquet").
 TABLE_SUFFIXES: dict[str, str] = {
@@ -49,12 +50,18 @@ TABLE_SUFFIXES: dict[str, str] = {
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip")
 
 
-class TableError(ValueError):
+class TableError(DataError):
     """A table file that cannot be turned into a classification bandit."""
 
 
-class TableFileNotFoundError(FileNotFoundError, TableError):
-    """The table file does not exist."""
+class TableFileNotFoundError(DataNotFoundError, TableError):
+    """The table file does not exist: ``TableFileNotFoundError(errno, strerror, filename)`` as
+    for any ``FileNotFoundError``."""
+
+    # ValueError precedes OSError in the method resolution order; OSError's own constructor
+    # keeps ``str()`` "[Errno 2] ...: 'path'" and sets ``errno`` and ``filename``.
+    __new__ = OSError.__new__
+    __init__ = OSError.__init__
 
 
 @dataclass(frozen=True)
