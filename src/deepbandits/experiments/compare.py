@@ -12,27 +12,42 @@ Layout of an output folder::
 into one folder (one policy at a time, say) each rewrite them; ``deepbandits report`` summarises
 every finished run in a folder.
 
-Each run is written as soon as it finishes and skipped when its files already exist, so an
-interrupted comparison loses nothing and resumes where it stopped.
+Each run is written as soon as it finishes and skipped when it is finished on disk
+(:func:`~deepbandits.experiments.runner.load_finished`: its JSON, written last, reads back and
+matches its CSV files), so an interrupted comparison loses nothing and resumes where it stopped.
+A run whose files are missing, truncated or damaged is run again (with a warning); a finished
+run made with another configuration (policy, environment, seed, T, checkpoints, hold-out size)
+is refused rather than mixed in or overwritten (:func:`is_finished`). One comparison at a time
+may write into a folder (:func:`~deepbandits._io.folder_lock`); a second one fails at once with
+:class:`~deepbandits.errors.ConcurrentUseError`.
 """
 
 from __future__ import annotations
 
-import json
-import multiprocessing
 import re
+import warnings
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from deepbandits._io import write_atomic
+from deepbandits._io import folder_lock, worker_pool, write_atomic
+from deepbandits._validation import check_int
 from deepbandits.envs import Environment, make_env
-from deepbandits.experiments.runner import RunResult, check_checkpoints, give_horizon, run
+from deepbandits.errors import InputTypeError, InputValueError
+from deepbandits.experiments.runner import (
+    RunResult,
+    UnfinishedRunError,
+    check_checkpoints,
+    give_horizon,
+    load_finished,
+    run,
+    run_files,
+)
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.metrics import unplayed_arms, window_accuracy
 from deepbandits.plotting import regret_curves, save_figure
@@ -95,25 +110,64 @@ def run_job(job: Job, progress: bool = False) -> Path:
     return result.save(job.stem)[0]
 
 
-def check_finished(job: Job) -> None:
-    """A finished run is reused only if it was made with the same environment, T and
-    checkpoints; otherwise the comparison would mix runs silently, so this raises."""
+def _spec(config: dict[str, Any], part: str) -> Any:
+    section = config.get(part)
+    return section.get("spec") if isinstance(section, dict) else None
+
+
+def is_finished(job: Job) -> bool:
+    """Whether ``job``'s run is finished on disk, to be reused rather than run.
+
+    No file of the run: not finished. Files that are not a finished run
+    (:func:`~deepbandits.experiments.runner.load_finished`: one missing, truncated, damaged or
+    left by another run) are not finished either, and a warning says why it runs again.
+
+    Raises
+    ------
+    InputValueError
+        When the finished run was made with another policy, environment, seed, T, checkpoints
+        or hold-out size: reusing it would mix settings silently, and running it again would
+        destroy it.
+    """
+    if not any(path.exists() for path in run_files(job.stem)):
+        return False
     try:
-        config = json.loads(job.stem.with_suffix(".json").read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read the finished run {job.stem}.json: {exc}") from exc
+        config = load_finished(job.stem).config
+    except UnfinishedRunError as exc:
+        warnings.warn(f"{exc}; running it again", stacklevel=2)
+        return False
     found = {
-        "env": config.get("env", {}).get("spec"),
+        "policy": _spec(config, "policy"),
+        "env": _spec(config, "env"),
+        "seed": config.get("seed"),
         "T": config.get("T"),
         "checkpoints": tuple(config.get("checkpoints") or ()),
+        "holdout_size": config.get("holdout_size"),
     }
-    wanted = {"env": job.env_spec, "T": job.T, "checkpoints": job.checkpoints}
+    wanted = {
+        "policy": job.policy_spec,
+        "env": job.env_spec,
+        "seed": job.seed,
+        "T": job.T,
+        "checkpoints": job.checkpoints,
+        "holdout_size": job.holdout_size if job.checkpoints else None,
+    }
     diff = [f"{k} {found[k]!r} (now {wanted[k]!r})" for k in wanted if found[k] != wanted[k]]
     if diff:
-        raise ValueError(
-            f"{job.stem} was run with {', '.join(diff)}; write to another --out folder or "
+        raise InputValueError(
+            f"{job.stem} was run with {', '.join(diff)}; write to another output folder or "
             "delete that run to redo it"
         )
+    return True
+
+
+def _distinct(items: list[Any], what: str) -> None:
+    """Refuse an empty list or one with repeats (two jobs would share one run's files)."""
+    if not items:
+        raise InputValueError(f"no {what} given")
+    repeated = sorted({str(x) for x in items if items.count(x) > 1})
+    if repeated:
+        raise InputValueError(f"{what} repeated: {', '.join(repeated)}")
 
 
 def compare(
@@ -131,39 +185,56 @@ def compare(
     """Run every policy on every seed (skipping finished runs) and summarise; see module doc.
 
     ``checkpoints`` and ``holdout_size`` are passed to :func:`~deepbandits.experiments.run`
-    (hold-out forecasts for Eq. calib2).
+    (hold-out forecasts for Eq. calib2). ``jobs`` runs go in parallel worker processes
+    (:func:`~deepbandits._io.worker_pool`).
+
+    Raises
+    ------
+    InputValueError
+        For bad arguments (no policy or seed, a repeated policy label or seed, ``T`` or
+        ``jobs`` below 1), a bad specification, or a finished run in ``out`` made with another
+        configuration (:func:`is_finished`).
+    ConcurrentUseError
+        When another process is writing into ``out``.
     """
     out = Path(out)
-    check_specs(policy_specs, env_spec, T)
+    T = check_int(T, "T", minimum=1)
+    jobs = check_int(jobs, "jobs", minimum=1)
+    if isinstance(policy_specs, str):
+        raise InputTypeError(
+            "policy_specs must be a list of specification strings, but the string "
+            f"{policy_specs!r} is given"
+        )
+    seeds = [check_int(s, "seed", minimum=0) for s in seeds]
+    _distinct(seeds, "seeds")
+    _distinct([label_of(spec) for spec in policy_specs], "policy labels")
     points = tuple(check_checkpoints(checkpoints, T))
-    todo = []
-    for spec in policy_specs:
-        for seed in seeds:
-            stem = out / label_of(spec) / f"seed_{seed}"
-            job = Job(spec, env_spec, seed, T, stem, points, holdout_size)
-            if stem.with_suffix(".csv").exists() and stem.with_suffix(".json").exists():
-                check_finished(job)
-            else:
-                todo.append(job)
-    bar = tqdm(total=len(todo), desc="runs", disable=not progress or not todo)
-    if jobs > 1 and len(todo) > 1:
-        ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            for _ in pool.map(run_job, todo):
+    with folder_lock(out):
+        check_specs(policy_specs, env_spec, T)
+        every = [
+            Job(spec, env_spec, s, T, out / label_of(spec) / f"seed_{s}", points, holdout_size)
+            for spec in policy_specs
+            for s in seeds
+        ]
+        todo = [job for job in every if not is_finished(job)]
+        bar = tqdm(total=len(todo), desc="runs", disable=not progress or not todo)
+        if jobs > 1 and len(todo) > 1:
+            with worker_pool(min(jobs, len(todo))) as pool:
+                for _ in pool.map(run_job, todo):
+                    bar.update()
+        else:
+            for job in todo:
+                bar.set_postfix_str(f"{job.policy_spec} seed {job.seed}")
+                run_job(job, progress=progress)
                 bar.update()
-    else:
-        for job in todo:
-            bar.set_postfix_str(f"{job.policy_spec} seed {job.seed}")
-            run_job(job, progress=progress)
-            bar.update()
-    bar.close()
-    results = {
-        spec: [RunResult.load(out / label_of(spec) / f"seed_{s}") for s in seeds]
-        for spec in policy_specs
-    }
-    summary = summarize(results)
-    write_atomic(out / "summary.csv", summary.to_csv(index=False))
-    plot_regret(results, out / "regret.png", title=f"{env_spec}, T={T}, {len(seeds)} seeds")
+        bar.close()
+        results = {
+            spec: [load_finished(out / label_of(spec) / f"seed_{s}") for s in seeds]
+            for spec in policy_specs
+        }
+        summary = summarize(results)
+        write_atomic(out / "summary.csv", summary.to_csv(index=False))
+        plot_regret(results, out / "regret.png", title=f"{env_spec}, T={T}, {len(seeds)} seeds")
     return summary
 
 

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,11 +42,11 @@ import optuna
 import pandas as pd
 from tqdm.auto import tqdm
 
-from deepbandits._io import write_atomic
+from deepbandits._io import folder_lock, worker_pool, write_atomic
 from deepbandits._validation import check_int
 from deepbandits.envs import Environment
 from deepbandits.experiments.compare import label_of
-from deepbandits.experiments.runner import RunResult
+from deepbandits.experiments.runner import RunResult, UnfinishedRunError, load_finished
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.experiments.tune import (
     STUDY_NAME,
@@ -325,7 +324,8 @@ def _run_stem(task: _Task, spec: str, seed: int) -> Path:
 
 def _finished(task: _Task) -> bool:
     """Whether the tuning of ``task`` is complete on disk with these settings: ``tune.json``
-    says so, the study holds ``n_trials`` counted trials and every evaluation run exists."""
+    says so, the study holds ``n_trials`` counted trials and every evaluation run is finished
+    (:func:`~deepbandits.experiments.runner.load_finished`)."""
     try:
         record = json.loads((task.out / "tune.json").read_text())
     except (OSError, ValueError):
@@ -343,8 +343,9 @@ def _finished(task: _Task) -> bool:
         return False
     for spec in (record.get("default_spec", ""), record.get("best_spec", "")):
         for seed in task.eval_seeds:
-            stem = _run_stem(task, spec, seed)
-            if not (stem.with_suffix(".csv").exists() and stem.with_suffix(".json").exists()):
+            try:
+                load_finished(_run_stem(task, spec, seed))
+            except UnfinishedRunError:
                 return False
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -364,18 +365,13 @@ def _run_all(todo: list[_Task], jobs: int, progress: bool) -> None:
     bar = tqdm(total=len(todo), desc="tunings", disable=not progress or not todo)
     try:
         if jobs > 1 and len(todo) > 1:
-            ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
-            with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx) as pool:
+            with worker_pool(min(jobs, len(todo))) as pool:
                 futures = {pool.submit(_run_task, task): task for task in todo}
-                try:
-                    for future in as_completed(futures):
-                        future.result()
-                        task = futures[future]
-                        bar.set_postfix_str(f"{task.env} / {task.policy} done")
-                        bar.update()
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
+                for future in as_completed(futures):
+                    future.result()
+                    task = futures[future]
+                    bar.set_postfix_str(f"{task.env} / {task.policy} done")
+                    bar.update()
         else:
             for task in todo:
                 bar.set_postfix_str(f"{task.env} / {task.policy}")
@@ -690,6 +686,8 @@ def run_matched(
         bad policy or environment specification, or a study in ``out`` made with other settings.
     FileNotFoundError
         When a real dataset is missing and cannot be downloaded.
+    ConcurrentUseError
+        When another process is writing into ``out`` (or into one of its tunings' folders).
     """
     jobs = check_int(jobs, "jobs", minimum=1)
     protocol = matched_protocol(
@@ -731,13 +729,17 @@ def run_matched(
                     out=out / label_of(env_spec) / label_of(policy),
                 )
             )
-    _run_all([t for t in tasks if not _finished(t)], jobs, progress)
-    table = pd.DataFrame(_rows(tasks, protocol.reference))
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "matched.csv", table.to_csv(index=False))
-    write_atomic(out / "matched.md", format_matched(table, protocol, budgets) + "\n")
-    settings = {"protocol": asdict(protocol), "policy_specs": specs, "training_budgets": budgets}
-    write_atomic(out / "matched.json", json.dumps(settings, indent=2, default=str) + "\n")
+    with folder_lock(out):
+        _run_all([t for t in tasks if not _finished(t)], jobs, progress)
+        table = pd.DataFrame(_rows(tasks, protocol.reference))
+        write_atomic(out / "matched.csv", table.to_csv(index=False))
+        write_atomic(out / "matched.md", format_matched(table, protocol, budgets) + "\n")
+        settings = {
+            "protocol": asdict(protocol),
+            "policy_specs": specs,
+            "training_budgets": budgets,
+        }
+        write_atomic(out / "matched.json", json.dumps(settings, indent=2, default=str) + "\n")
     return table
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from deepbandits._io import write_atomic
-from deepbandits._validation import check_choice
+from deepbandits._io import folder_lock, write_atomic
+from deepbandits._validation import check_choice, check_int
 from deepbandits.experiments.compare import compare
 from deepbandits.experiments.report import REFERENCE_FILE, build_report
 from deepbandits.policies import distinct_policy_names
@@ -177,23 +177,26 @@ def reproduce(
 ) -> tuple[pd.DataFrame, Path, Path]:
     """Run experiment ``name`` into ``out`` (resumable, like ``compare``) and write its report
     to ``out/report``; ``seeds`` and ``T`` override the paper's (for a quick look). Returns
-    the regret summary and the report's HTML and Markdown paths."""
+    the regret summary and the report's HTML and Markdown paths. ``out`` is locked for the
+    whole call (:func:`~deepbandits._io.folder_lock`): a second sweep into it fails with
+    :class:`~deepbandits.errors.ConcurrentUseError`."""
     exp = EXPERIMENTS[check_choice(name, "experiment", EXPERIMENTS)]
     out = Path(out)
-    T = exp.T if T is None else T
+    T = exp.T if T is None else check_int(T, "T", minimum=1)
     checkpoints = [c for c in exp.checkpoints if c <= T]
     policies = distinct_policy_names() if exp.policies == ("all",) else list(exp.policies)
-    summary = compare(
-        policies,
-        exp.env,
-        list(exp.seeds if seeds is None else seeds),
-        T,
-        out,
-        jobs=jobs,
-        progress=progress,
-        checkpoints=checkpoints,
-    )
-    if exp.reference:
-        write_atomic(out / REFERENCE_FILE, json.dumps(exp.reference, indent=2))
-    page, md = build_report(out, out / "report")
+    with folder_lock(out):
+        summary = compare(
+            policies,
+            exp.env,
+            list(exp.seeds if seeds is None else seeds),
+            T,
+            out,
+            jobs=jobs,
+            progress=progress,
+            checkpoints=checkpoints,
+        )
+        if exp.reference:
+            write_atomic(out / REFERENCE_FILE, json.dumps(exp.reference, indent=2))
+        page, md = build_report(out, out / "report")
     return summary, page, md

@@ -2,11 +2,20 @@
 
 The per-round record (:data:`COLUMNS`) is returned as a DataFrame and saved as CSV next to a JSON
 file holding the exact configuration (policy and environment parameters, T, seed, versions).
+
+A saved run is *finished* when its JSON file, written last, reads back and describes the other
+files: their SHA-256 and row counts (``"files"``), ``T`` rows in the CSV and a last cumulative
+regret equal to ``final_regret`` (:func:`load_finished`). Anything else (a file missing,
+truncated, damaged, or from another run) is not a finished run, and a resumed sweep runs it
+again; a kill at any moment leaves the previous finished run or none.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import math
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -23,9 +32,10 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from deepbandits._io import write_atomic
-from deepbandits._validation import check_int
+from deepbandits._validation import check_int, check_seed
 from deepbandits._version import __version__
 from deepbandits.envs.base import Environment, Holdout
+from deepbandits.errors import DataError, InputTypeError, InputValueError
 from deepbandits.policies.base import Policy
 
 #: Columns of a run's record, one row per round.
@@ -74,22 +84,115 @@ class RunResult:
         return float(self.records["cum_regret"].iloc[-1])
 
     def save(self, stem: str | Path) -> tuple[Path, Path]:
-        """Write ``<stem>.csv`` (records) and ``<stem>.json`` (configuration); return both paths."""
+        """Write ``<stem>.csv`` (records), ``<stem>.holdout.csv`` (with hold-out forecasts) and,
+        last, ``<stem>.json`` (configuration and the digest of each file); return the CSV and
+        JSON paths.
+
+        An earlier run at ``stem`` stops being finished before any of its files is replaced
+        (its JSON is removed first), so a kill during the save never leaves a JSON that
+        describes files of another run.
+        """
         stem = Path(stem)
         csv_path, json_path = stem.with_suffix(".csv"), stem.with_suffix(".json")
+        json_path.unlink(missing_ok=True)
+        files = {"records": _write_table(csv_path, self.records)}
         if self.holdout is not None:
-            write_atomic(holdout_path(stem), self.holdout.to_csv(index=False))
-        write_atomic(csv_path, self.records.to_csv(index=False))
-        write_atomic(json_path, json.dumps(self.config, indent=2, default=str))
+            files["holdout"] = _write_table(holdout_path(stem), self.holdout)
+        else:
+            holdout_path(stem).unlink(missing_ok=True)
+        config = {**self.config, "files": files}
+        write_atomic(json_path, json.dumps(config, indent=2, default=str))
         return csv_path, json_path
 
     @classmethod
     def load(cls, stem: str | Path) -> RunResult:
+        """Read the files at ``stem`` as they are (see :func:`load_finished` for a checked
+        read)."""
         stem = Path(stem)
         records = pd.read_csv(stem.with_suffix(".csv"))
         config = json.loads(stem.with_suffix(".json").read_text())
         path = holdout_path(stem)
         return cls(records, config, pd.read_csv(path) if path.exists() else None)
+
+
+class UnfinishedRunError(DataError):
+    """The files at a run's path are not a finished run: missing, damaged or inconsistent."""
+
+
+def _write_table(path: Path, table: pd.DataFrame) -> dict[str, Any]:
+    """Write ``table`` as CSV atomically; return its row count and SHA-256."""
+    raw = table.to_csv(index=False).encode("utf-8")
+    write_atomic(path, raw)
+    return {"rows": len(table), "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def _read_table(path: Path, record: dict[str, Any] | None) -> pd.DataFrame:
+    """Read a CSV, checked against its ``{"rows", "sha256"}`` record when there is one."""
+    raw = path.read_bytes()
+    if record is not None and (
+        not isinstance(record, dict) or hashlib.sha256(raw).hexdigest() != record.get("sha256")
+    ):
+        raise UnfinishedRunError(f"{path} is not the file its run recorded (SHA-256 differs)")
+    table = pd.read_csv(io.BytesIO(raw))
+    if record is not None and len(table) != record["rows"]:
+        raise UnfinishedRunError(f"{path} has {len(table)} rows, its run recorded {record}")
+    return table
+
+
+def run_files(stem: str | Path) -> list[Path]:
+    """The files a run at ``stem`` may have: ``.json``, ``.csv`` and ``.holdout.csv``."""
+    stem = Path(stem)
+    return [stem.with_suffix(".json"), stem.with_suffix(".csv"), holdout_path(stem)]
+
+
+def load_finished(stem: str | Path) -> RunResult:
+    """The finished run at ``stem``, checked (see the module documentation).
+
+    The JSON must parse; each file it records (``"files"``) must have the recorded SHA-256
+    and row count (a JSON written before digests were recorded is checked by the rest only);
+    the records must have ``T`` rows and end at ``final_regret``; a run with checkpoints must
+    have its hold-out forecasts.
+
+    Raises
+    ------
+    UnfinishedRunError
+        Saying which file is missing, damaged or does not match the others.
+    """
+    stem = Path(stem)
+    json_path = stem.with_suffix(".json")
+    try:
+        config = json.loads(json_path.read_text(encoding="utf-8"))
+        if not isinstance(config, dict):
+            raise ValueError(f"a JSON object is expected, not {type(config).__name__}")
+        files = config.get("files")
+        if files is not None and not isinstance(files, dict):
+            raise ValueError(f'"files" must be a JSON object, not {files!r}')
+        recorded = files or {}
+        records = _read_table(stem.with_suffix(".csv"), recorded.get("records"))
+        hpath = holdout_path(stem)
+        holdout = (
+            _read_table(hpath, recorded.get("holdout"))
+            if "holdout" in recorded or (files is None and hpath.exists())
+            else None
+        )
+        final = float(records["cum_regret"].iloc[-1]) if len(records) else math.nan
+    except UnfinishedRunError:
+        raise
+    except (OSError, ValueError, KeyError) as exc:  # parse errors are ValueErrors
+        raise UnfinishedRunError(f"the run {stem} cannot be read: {exc}") from exc
+    if len(records) != config.get("T") or not _same_float(final, config.get("final_regret")):
+        raise UnfinishedRunError(
+            f"{stem.with_suffix('.csv')} has {len(records)} rounds ending at cumulative regret "
+            f"{final}, but {json_path.name} records T={config.get('T')!r} and final regret "
+            f"{config.get('final_regret')!r}"
+        )
+    if config.get("checkpoints") and holdout is None:
+        raise UnfinishedRunError(f"the run {stem} has checkpoints but no hold-out forecasts")
+    return RunResult(records, config, holdout)
+
+
+def _same_float(a: float, b: Any) -> bool:
+    return isinstance(b, int | float) and math.isclose(a, b, rel_tol=1e-12)
 
 
 def holdout_path(stem: Path) -> Path:
@@ -114,9 +217,14 @@ def holdout_forecasts(policy: Policy, holdout: Holdout, t: int) -> pd.DataFrame:
 
 
 def check_checkpoints(checkpoints: Sequence[int], T: int) -> list[int]:
+    """The checkpoints sorted and without repeats; each an integer in ``0..T``."""
+    if isinstance(checkpoints, str) or not isinstance(checkpoints, Sequence | np.ndarray):
+        raise InputTypeError(
+            f"checkpoints must be a sequence of integers, but {checkpoints!r} is given"
+        )
     points = sorted({check_int(c, "checkpoint", minimum=0) for c in checkpoints})
     if points and points[-1] > T:
-        raise ValueError(f"checkpoint {points[-1]} is after the last round T={T}")
+        raise InputValueError(f"checkpoint {points[-1]} is after the last round T={T}")
     return points
 
 
@@ -187,10 +295,37 @@ def run(
     policy's forecasts on ``env.holdout(holdout_size)`` are recorded at each of them
     (:data:`HOLDOUT_COLUMNS`), for the hold-out calibration of Eq. calib2. Predicting changes no
     state, so the trajectory is the same with or without checkpoints.
+
+    Raises
+    ------
+    InputTypeError
+        For a ``policy`` that is neither a Policy nor a specification string, an ``env`` that
+        is not an :class:`~deepbandits.envs.Environment`, a ``callback`` that cannot be called,
+        or a ``T``, ``seed``, ``threads``, ``callback_every``, ``holdout_size`` or checkpoint
+        that is not an integer.
+    InputValueError
+        For a value out of range (``T``, ``threads``, ``callback_every``, ``holdout_size``
+        below 1, a negative seed or checkpoint, a checkpoint after ``T``). Every argument is
+        checked before the policy or the environment is touched.
     """
     T = check_int(T, "T", minimum=1)
+    seed = check_seed(seed)
     every = check_int(callback_every, "callback_every", minimum=1)
     points = check_checkpoints(checkpoints, T)
+    if points:
+        holdout_size = check_int(holdout_size, "holdout_size", minimum=1)
+    if threads is not None:
+        threads = check_int(threads, "threads", minimum=1)
+    if callback is not None and not callable(callback):
+        raise InputTypeError(
+            f"callback must be a function of (t, cum_regret) or None, but a "
+            f"{type(callback).__name__} is given"
+        )
+    if not isinstance(env, Environment):
+        raise InputTypeError(
+            "env must be a deepbandits Environment (e.g. deepbandits.make_env('h1')), but a "
+            f"{type(env).__name__} is given"
+        )
     if isinstance(policy, str):
         from deepbandits.experiments.specs import parse_spec
         from deepbandits.policies import make_policy
@@ -198,9 +333,9 @@ def run(
         name, params = parse_spec(policy)
         policy = make_policy(name, env=env, **params)
     elif not isinstance(policy, Policy):
-        raise TypeError(
-            "policy must be a deepbandits Policy or a policy specification string such as "
-            f"'neural-sigma2-linucb', but a {type(policy).__name__} is given"
+        raise InputTypeError(
+            "policy must be a deepbandits Policy object or a policy specification string such "
+            f"as 'neural-sigma2-linucb', but a {type(policy).__name__} is given"
         )
     give_horizon(policy, T)
     if seed is not None:

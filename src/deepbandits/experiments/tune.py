@@ -35,7 +35,7 @@ import pandas as pd
 from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
-from deepbandits._io import write_atomic
+from deepbandits._io import folder_lock, write_atomic
 from deepbandits._validation import check_choice, check_int, check_positive
 from deepbandits._version import __version__
 from deepbandits.envs import Environment, make_env
@@ -356,7 +356,8 @@ def tune(
     out : str or Path
         Output folder (see the module documentation). An interrupted call resumes when repeated;
         a study made with another policy, environment, T, tuning seeds or search space is
-        refused.
+        refused, and so is a second tuning into ``out`` while one runs
+        (:class:`~deepbandits.errors.ConcurrentUseError`).
     n_trials : int, optional
         Trials in the study, those of an earlier call into ``out`` included.
     timeout : float, optional
@@ -446,105 +447,106 @@ def tune(
             trial.set_user_attr("final_regrets", finals)
         return float(np.mean(finals))
 
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        pruner = CumulativeMedianPruner(PRUNER_STARTUP_TRIALS, n_warmup_steps=warmup)
-        study = _open_study(out, attrs, seed, pruner)
-        if not study.trials and len(first) == len(space):
-            study.enqueue_trial(first)  # so the tuned setting is never worse on tuning seeds
-        done = sum(_counts(t) for t in study.trials)
-        todo = None if n_trials is None else max(0, n_trials - done)
-        if todo != 0:
-            bar = tqdm(total=n_trials, initial=done, desc="trials", disable=not progress)
+    with folder_lock(out):  # one tuning at a time in out
+        verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        try:
+            pruner = CumulativeMedianPruner(PRUNER_STARTUP_TRIALS, n_warmup_steps=warmup)
+            study = _open_study(out, attrs, seed, pruner)
+            if not study.trials and len(first) == len(space):
+                study.enqueue_trial(first)  # so the tuned setting is never worse on tuning seeds
+            done = sum(_counts(t) for t in study.trials)
+            todo = None if n_trials is None else max(0, n_trials - done)
+            if todo != 0:
+                bar = tqdm(total=n_trials, initial=done, desc="trials", disable=not progress)
 
-            def advance(study: optuna.Study, trial: FrozenTrial) -> None:
-                bar.update(1)
-                best = [t.value for t in study.trials if t.state == TrialState.COMPLETE]
-                if best:
-                    bar.set_postfix_str(f"best {min(best):.1f}")  # type: ignore[type-var]
+                def advance(study: optuna.Study, trial: FrozenTrial) -> None:
+                    bar.update(1)
+                    best = [t.value for t in study.trials if t.state == TrialState.COMPLETE]
+                    if best:
+                        bar.set_postfix_str(f"best {min(best):.1f}")  # type: ignore[type-var]
 
-            try:
-                study.optimize(
-                    objective,
-                    n_trials=todo,
-                    timeout=timeout,
-                    catch=TRIAL_ERRORS,
-                    callbacks=[advance],
-                )
-            finally:
-                bar.close()
-    finally:
-        optuna.logging.set_verbosity(verbosity)
-    trials_path = out / "trials.csv"
-    write_atomic(trials_path, trials_table(study, space).to_csv(index=False))
-    states = [t.state for t in study.trials]
-    n = {s.name.lower(): states.count(s) for s in (TrialState.COMPLETE, TrialState.PRUNED)}
-    n["failed"] = states.count(TrialState.FAIL)
-    if not n["complete"]:
-        errors = [t.user_attrs["error"] for t in study.trials if "error" in t.user_attrs]
-        raise ValueError(
-            f"no trial completed ({n['pruned']} pruned, {n['failed']} failed"
-            + (f"; first error: {errors[0]}" if errors else "")
-            + f"); see {trials_path}"
+                try:
+                    study.optimize(
+                        objective,
+                        n_trials=todo,
+                        timeout=timeout,
+                        catch=TRIAL_ERRORS,
+                        callbacks=[advance],
+                    )
+                finally:
+                    bar.close()
+        finally:
+            optuna.logging.set_verbosity(verbosity)
+        trials_path = out / "trials.csv"
+        write_atomic(trials_path, trials_table(study, space).to_csv(index=False))
+        states = [t.state for t in study.trials]
+        n = {s.name.lower(): states.count(s) for s in (TrialState.COMPLETE, TrialState.PRUNED)}
+        n["failed"] = states.count(TrialState.FAIL)
+        if not n["complete"]:
+            errors = [t.user_attrs["error"] for t in study.trials if "error" in t.user_attrs]
+            raise ValueError(
+                f"no trial completed ({n['pruned']} pruned, {n['failed']} failed"
+                + (f"; first error: {errors[0]}" if errors else "")
+                + f"); see {trials_path}"
+            )
+        best = study.best_trial
+        best_params = _rounded({k: best.params[k] for k in space})
+        best_spec = with_params(policy_spec, best_params)
+        if parse_spec(best_spec) != (name, {**fixed, **best_params}):
+            raise RuntimeError(f"{best_spec!r} does not read back as {name} with {best_params}")
+        started = time.perf_counter()
+        summary = compare(
+            [policy_spec, best_spec],
+            env_spec,
+            evaluation,
+            T,
+            out / "eval",
+            jobs=jobs,
+            progress=progress,
         )
-    best = study.best_trial
-    best_params = _rounded({k: best.params[k] for k in space})
-    best_spec = with_params(policy_spec, best_params)
-    if parse_spec(best_spec) != (name, {**fixed, **best_params}):
-        raise RuntimeError(f"{best_spec!r} does not read back as {name} with {best_params}")
-    started = time.perf_counter()
-    summary = compare(
-        [policy_spec, best_spec],
-        env_spec,
-        evaluation,
-        T,
-        out / "eval",
-        jobs=jobs,
-        progress=progress,
-    )
-    path = out / "tune.json"
-    record = {
-        "library": "deepbandits",
-        "version": __version__,
-        "policy": policy_spec,
-        "env": env_spec,
-        "T": T,
-        "tuning_seeds": tuning,
-        "eval_seeds": evaluation,
-        "search_space": attrs["search_space"],
-        "fixed_params": fixed,
-        "sampler": {"name": "TPESampler", "seed": seed},
-        "pruner": {
-            "name": type(pruner).__name__,
-            "n_startup_trials": pruner.n_startup_trials,
-            "n_warmup_steps": pruner.n_warmup_steps,
-            "report_every": every,
-        },
-        "best_params": best_params,
-        "best_spec": best_spec,
-        "best_value": best.value,
-        "best_trial": best.number,
-        "default_spec": policy_spec,
-        "n_trials": n,
-        "eval": json.loads(summary.to_json(orient="records")),
-        "eval_seconds": time.perf_counter() - started,
-        "files": {
-            "study": str(out / "study.db"),
-            "trials": str(trials_path),
-            "eval": str(out / "eval"),
-        },
-    }
-    write_atomic(path, json.dumps(record, indent=2, default=str) + "\n")
-    return TuneResult(
-        best_params=best_params,
-        best_spec=best_spec,
-        best_value=float(best.value),  # type: ignore[arg-type]
-        study=study,
-        summary=summary,
-        path=path,
-        default_spec=policy_spec,
-    )
+        path = out / "tune.json"
+        record = {
+            "library": "deepbandits",
+            "version": __version__,
+            "policy": policy_spec,
+            "env": env_spec,
+            "T": T,
+            "tuning_seeds": tuning,
+            "eval_seeds": evaluation,
+            "search_space": attrs["search_space"],
+            "fixed_params": fixed,
+            "sampler": {"name": "TPESampler", "seed": seed},
+            "pruner": {
+                "name": type(pruner).__name__,
+                "n_startup_trials": pruner.n_startup_trials,
+                "n_warmup_steps": pruner.n_warmup_steps,
+                "report_every": every,
+            },
+            "best_params": best_params,
+            "best_spec": best_spec,
+            "best_value": best.value,
+            "best_trial": best.number,
+            "default_spec": policy_spec,
+            "n_trials": n,
+            "eval": json.loads(summary.to_json(orient="records")),
+            "eval_seconds": time.perf_counter() - started,
+            "files": {
+                "study": str(out / "study.db"),
+                "trials": str(trials_path),
+                "eval": str(out / "eval"),
+            },
+        }
+        write_atomic(path, json.dumps(record, indent=2, default=str) + "\n")
+        return TuneResult(
+            best_params=best_params,
+            best_spec=best_spec,
+            best_value=float(best.value),  # type: ignore[arg-type]
+            study=study,
+            summary=summary,
+            path=path,
+            default_spec=policy_spec,
+        )
 
 
 __all__ = [
