@@ -1,10 +1,12 @@
 import json
+import re
 
 import pandas as pd
 import pytest
 
 from deepbandits.cli import main
-from deepbandits.experiments.specs import parse_seeds, parse_spec
+from deepbandits.errors import InputValueError
+from deepbandits.experiments.specs import format_seeds, parse_seeds, parse_spec
 from deepbandits.policies import distinct_policy_names
 
 
@@ -23,6 +25,34 @@ def test_parse_spec_and_seeds():
         parse_spec("linucb:alpha")
     with pytest.raises(ValueError, match="seeds"):
         parse_seeds("a-b")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0,0,1", "seed 0 listed more than once in '0,0,1'"),
+        ("0-3,2-5", "seeds 2, 3 listed more than once"),
+        ("-2", "'-2' is a negative seed"),
+        ("1,,2", "'' is not a seed or range"),
+        ("0.5", "'0.5' is not a seed or range"),
+        ("4-2", "seed range '4-2' is empty: write it as 2-4"),
+    ],
+)
+def test_bad_seeds_are_refused(text, message):
+    with pytest.raises(InputValueError, match=re.escape(message)):
+        parse_seeds(text)
+
+
+def test_a_keyword_given_twice_is_refused():
+    with pytest.raises(InputValueError, match="keyword 'alpha' is given twice"):
+        parse_spec("linucb:alpha=1,lam=2,alpha=1")
+    with pytest.raises(InputValueError, match="keyword 'r' is given twice"):
+        parse_spec("linucb:r=[0,1], r =2")
+
+
+@pytest.mark.parametrize("seeds", [[0], [0, 1, 2, 5], [3, 1, 2], [7, 8, 0, 1, 9], list(range(50))])
+def test_format_seeds_reads_back(seeds):
+    assert parse_seeds(format_seeds(seeds)) == seeds
 
 
 def test_compare_writes_table_plot_and_resumes(tmp_path, capsys):

@@ -1,13 +1,32 @@
 """Command line: ``deepbandits run | compare | demo | report | reproduce | tune | list``. Every
-command has ``--help``."""
+command has ``--help``.
+
+A mistake in what the user gave (an option, a specification, a file, an output folder, a dataset
+that is missing offline) is reported in one paragraph on stderr, ``deepbandits: error: ...``, with
+exit status 2, before any computation when it can be. Any other exception is a bug: one paragraph
+says so and where its full traceback was saved (:func:`save_crash_report`), exit status 1. Ctrl-C
+exits with status 130.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import shlex
 import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
+from deepbandits._io import write_atomic
+from deepbandits._version import __version__
+from deepbandits.datasets.location import cache_home
 from deepbandits.envs import env_names
+from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.experiments.compare import compare, format_table, label_of
 from deepbandits.experiments.matched import DESCRIPTION as MATCHED_DESCRIPTION
 from deepbandits.experiments.matched import run_matched
@@ -18,16 +37,96 @@ from deepbandits.experiments.paper import (
     reproduce,
 )
 from deepbandits.experiments.report import build_report
-from deepbandits.experiments.specs import parse_seeds, split_specs
+from deepbandits.experiments.specs import format_seeds, parse_seeds, split_specs
 from deepbandits.experiments.tune import tune
 from deepbandits.policies import CONFIGURATIONS, distinct_policy_names, policy_names
 
+#: Exceptions caused by what the user gave or by the machine's files and folders: reported in
+#: one paragraph with exit status 2. Anything else is a bug of the library.
+USER_ERRORS = (DeepBanditsError, ValueError, TypeError, OSError)
 MATCHED = "matched"  # reproduce NAME of the matched protocol
 DEMO_POLICIES = ["linucb", "neural-lingreedy", "neural-linucb", "neural-sigma2-linucb"]
 SPEC_HELP = (
     "registry name with optional parameters, NAME[:key=value,key=value], the keywords of "
     "make_policy / make_env (lists in brackets: reward_range=[0,1])"
 )
+
+
+class CommandLineError(InputValueError):
+    """A command line that does not parse: an unknown option, a missing or malformed value."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that raises :class:`CommandLineError` instead of exiting, so that
+    :func:`main` reports every mistake alike (``--help`` still exits)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandLineError(f"{message} (see '{self.prog} --help')")
+
+
+def _integer_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value: int | None = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+positive_int = _integer_at_least(1)
+nonnegative_int = _integer_at_least(0)
+
+
+def positive_float(text: str) -> float:
+    """An argparse ``type``: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def seed_list(text: str) -> list[int]:
+    """An argparse ``type``: seeds, :func:`~deepbandits.experiments.specs.parse_seeds`."""
+    try:
+        return parse_seeds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_checkpoints(text: str) -> list[int]:
+    """An argparse ``type``: ``"0,2000,5000"`` → [0, 2000, 5000]; empty → []."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not all(x.isdecimal() for x in items):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers >= 0 (e.g. 0,2000,5000), got {text!r}"
+        )
+    return [int(x) for x in items]
+
+
+def check_writable(folder: Path, flag: str = "--out") -> Path:
+    """Create ``folder`` and write and delete a small file in it, so that an output folder that
+    cannot be written is refused before any computation starts; returns ``folder``."""
+    if folder.exists() and not folder.is_dir():
+        raise InputValueError(f"{flag} {str(folder)!r} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".deepbandits-probe-") as probe:
+            probe.write(b"probe")
+            probe.flush()
+    except OSError as exc:
+        raise InputValueError(
+            f"{flag} {str(folder)!r} is not a writable folder: {describe(exc)}"
+        ) from None
+    return folder
 
 
 def _common(
@@ -39,26 +138,37 @@ def _common(
         default=env,
         help=f"environment, {SPEC_HELP} (default: {env}); names: {', '.join(env_names())}",
     )
-    p.add_argument("--T", type=int, default=T, help=f"rounds per run (default: {T})")
-    p.add_argument("--seeds", default=seeds, help=f"seeds, e.g. 0-4 or 1,3,5 (default: {seeds})")
-    p.add_argument("--jobs", type=int, default=1, help="runs in parallel processes (default: 1)")
+    p.add_argument("--T", type=positive_int, default=T, help=f"rounds per run (default: {T})")
+    p.add_argument(
+        "--seeds",
+        type=seed_list,
+        default=seeds,
+        help=f"seeds, e.g. 0-4 or 1,3,5, each once (default: {seeds})",
+    )
+    p.add_argument(
+        "--jobs", type=positive_int, default=1, help="runs in parallel processes (default: 1)"
+    )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
 def _checkpoints(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--checkpoints",
+        type=parse_checkpoints,
         default="",
         help="rounds at which to score the policy's forecasts on a hold-out set (Eq. calib2), "
         "e.g. 0,2000,5000,7500 (default: none)",
     )
     p.add_argument(
-        "--holdout", type=int, default=500, help="hold-out rounds per checkpoint (default: 500)"
+        "--holdout",
+        type=positive_int,
+        default=500,
+        help="hold-out rounds per checkpoint (default: 500)",
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="deepbandits",
         description="Neural contextual bandits: run and compare policies on bandit environments.",
     )
@@ -133,12 +243,18 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep2.add_argument("experiment", help=f"one of: {', '.join(experiment_names())}, {MATCHED}")
     p_rep2.add_argument("--out", type=Path, default=None, help="default: results/EXPERIMENT")
     p_rep2.add_argument(
-        "--seeds", default=None, help="override the paper's seeds, e.g. 0-1 (matched: evaluation)"
+        "--seeds",
+        type=seed_list,
+        default=None,
+        help="override the paper's seeds, e.g. 0-1 (matched: evaluation)",
     )
     p_rep2.add_argument(
-        "--T", type=int, default=None, help="override the paper's horizon (matched: every env)"
+        "--T",
+        type=positive_int,
+        default=None,
+        help="override the paper's horizon (matched: every env)",
     )
-    p_rep2.add_argument("--jobs", type=int, default=1, help="runs in parallel processes")
+    p_rep2.add_argument("--jobs", type=positive_int, default=1, help="runs in parallel processes")
     p_rep2.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p_rep2.add_argument(
         "--quick",
@@ -147,9 +263,14 @@ def build_parser() -> argparse.ArgumentParser:
         "100 training steps)",
     )
     p_rep2.add_argument("--envs", default=None, help="matched only: environments, e.g. h1,shuttle")
-    p_rep2.add_argument("--trials", type=int, default=None, help="matched only: trials per tuning")
     p_rep2.add_argument(
-        "--tuning-seeds", default=None, help="matched only: seeds of every trial (default 100-101)"
+        "--trials", type=positive_int, default=None, help="matched only: trials per tuning"
+    )
+    p_rep2.add_argument(
+        "--tuning-seeds",
+        type=seed_list,
+        default=None,
+        help="matched only: seeds of every trial (default 100-101)",
     )
 
     p_tune = sub.add_parser(
@@ -166,31 +287,43 @@ def build_parser() -> argparse.ArgumentParser:
         "--policy", required=True, help=f"policy, {SPEC_HELP}; keys given are not searched"
     )
     p_tune.add_argument("--env", default="h1", help=f"environment, {SPEC_HELP} (default: h1)")
-    p_tune.add_argument("--T", type=int, default=2000, help="rounds per run (default: 2000)")
     p_tune.add_argument(
-        "--tuning-seeds", default="100-102", help="seeds of every trial (default: 100-102)"
+        "--T", type=positive_int, default=2000, help="rounds per run (default: 2000)"
+    )
+    p_tune.add_argument(
+        "--tuning-seeds",
+        type=seed_list,
+        default="100-102",
+        help="seeds of every trial (default: 100-102)",
     )
     p_tune.add_argument(
         "--eval-seeds",
+        type=seed_list,
         default="0-4",
         help="seeds of the final comparison, disjoint from the tuning seeds (default: 0-4)",
     )
     p_tune.add_argument(
         "--trials",
-        type=int,
+        type=positive_int,
         default=None,
         help="trials in the study, earlier ones in OUT included (default: 20, or no limit "
         "with --timeout-minutes)",
     )
     p_tune.add_argument(
-        "--timeout-minutes", type=float, default=None, help="stop starting trials after this"
+        "--timeout-minutes",
+        type=positive_float,
+        default=None,
+        help="stop starting trials after this",
     )
     p_tune.add_argument(
         "--search", default=None, help="search only these parameters, e.g. alpha,lam"
     )
-    p_tune.add_argument("--seed", type=int, default=0, help="sampler seed (default: 0)")
+    p_tune.add_argument("--seed", type=nonnegative_int, default=0, help="sampler seed (default: 0)")
     p_tune.add_argument(
-        "--jobs", type=int, default=1, help="evaluation runs in parallel processes (default: 1)"
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="evaluation runs in parallel processes (default: 1)",
     )
     p_tune.add_argument(
         "--out", type=Path, default=None, help="output folder (default: results/tune/ENV/POLICY)"
@@ -206,80 +339,134 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "list":
-        print("policies:", ", ".join(policy_names(configurations=False)))
-        print("configurations:")
-        for name, (base, settings) in CONFIGURATIONS.items():
-            keys = ",".join(f"{k}={v}" for k, v in settings.items())
-            print(f"  {name} = {base}:{keys}")
-        print("environments:", ", ".join(env_names()))
-        print("paper experiments (deepbandits reproduce NAME):")
-        for name in experiment_names():
-            exp = EXPERIMENTS[name]
-            print(f"  {name}: {exp.description} [{exp.env}; T={exp.T}; {len(exp.seeds)} seeds]")
-        print(f"  {MATCHED}: {MATCHED_DESCRIPTION}")
-        return 0
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status: 0,
+    2 for a user error, 1 for an internal error, 130 when interrupted (see the module doc)."""
     try:
-        if args.command == "report":
-            page, md = build_report(args.results, args.out)
-            print(f"report: {page}\n        {md}")
-            return 0
-        if args.command == "reproduce":
-            if args.experiment == MATCHED:
-                return _matched(args)
-            if args.experiment not in EXPERIMENTS:
-                names = ", ".join([*experiment_names(), MATCHED])
-                raise ValueError(f"unknown experiment {args.experiment!r}; expected one of {names}")
-            _matched_only(args)
-            out = args.out or Path("results") / args.experiment
-            summary, page, md = reproduce(
-                args.experiment,
-                out,
-                seeds=None if args.seeds is None else parse_seeds(args.seeds),
-                T=args.T,
-                jobs=args.jobs,
-                progress=not args.no_progress,
-            )
-            print(format_table(summary))
-            print(f"\nruns:   {out}/<policy>/seed_<s>.csv\nreport: {page}\n        {md}")
-            return 0
-        if args.command == "tune":
-            return _tune(args)
-    except ValueError as exc:
-        print(f"deepbandits: error: {exc}", file=sys.stderr)
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("deepbandits: interrupted", file=sys.stderr)
+        return 130
+    except USER_ERRORS as exc:
+        print(f"deepbandits: error: {describe(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        path = save_crash_report(exc, sys.argv[1:] if argv is None else argv)
+        where = (
+            f"the full traceback was saved to {path}; please attach that file to a bug report."
+            if path is not None
+            else "its traceback follows (no cache or temporary folder could be written)."
+        )
+        print(
+            f"deepbandits: internal error: {type(exc).__name__}: {describe(exc)}. This is a bug "
+            f"in deepbandits, not a mistake in the command; {where}",
+            file=sys.stderr,
+        )
+        if path is None:
+            traceback.print_exception(exc)
+        return 1
+
+
+def describe(exc: BaseException) -> str:
+    """An exception's message in one paragraph; an ``OSError`` as ``reason: path``."""
+    if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
+        text = f"{exc.strerror}: {exc.filename}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def save_crash_report(exc: BaseException, argv: list[str]) -> Path | None:
+    """Save the full traceback of ``exc``, with the command line and versions, to a new file
+    ``crash-<time>-<pid>.txt`` under ``cache_home()/crash`` (``$XDG_CACHE_HOME/deepbandits``,
+    else ``~/.cache/deepbandits``), or under the system's temporary folder when that cannot be
+    written; returns its path, or ``None`` when neither can be written."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    text = "".join(
+        [
+            f"deepbandits {__version__}, Python {sys.version.split()[0]}, {stamp}\n",
+            f"command: deepbandits {shlex.join(argv)}\n\n",
+            *traceback.format_exception(exc),
+        ]
+    )
+    name = f"crash-{stamp}-{os.getpid()}.txt"
+    for folder in (cache_home() / "crash", Path(tempfile.gettempdir()) / "deepbandits" / "crash"):
+        try:
+            return write_atomic(folder / name, text)
+        except OSError:
+            continue
+    return None
+
+
+def _list(args: argparse.Namespace) -> int:
+    """``deepbandits list``: the registry names, configurations and paper experiments."""
+    print("policies:", ", ".join(policy_names(configurations=False)))
+    print("configurations:")
+    for name, (base, settings) in CONFIGURATIONS.items():
+        keys = ",".join(f"{k}={v}" for k, v in settings.items())
+        print(f"  {name} = {base}:{keys}")
+    print("environments:", ", ".join(env_names()))
+    print("paper experiments (deepbandits reproduce NAME):")
+    for name in experiment_names():
+        exp = EXPERIMENTS[name]
+        print(f"  {name}: {exp.description} [{exp.env}; T={exp.T}; {len(exp.seeds)} seeds]")
+    print(f"  {MATCHED}: {MATCHED_DESCRIPTION}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    """``deepbandits report``: tables and figures of a results folder."""
+    page, md = build_report(args.results, check_writable(args.out))
+    print(f"report: {page}\n        {md}")
+    return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    """``deepbandits reproduce``: one of the paper's experiments, or the matched protocol."""
+    if args.experiment == MATCHED:
+        return _matched(args)
+    if args.experiment not in EXPERIMENTS:
+        names = ", ".join([*experiment_names(), MATCHED])
+        raise InputValueError(f"unknown experiment {args.experiment!r}; expected one of {names}")
+    _matched_only(args)
+    out = check_writable(args.out or Path("results") / args.experiment)
+    summary, page, md = reproduce(
+        args.experiment,
+        out,
+        seeds=args.seeds,
+        T=args.T,
+        jobs=args.jobs,
+        progress=not args.no_progress,
+    )
+    print(format_table(summary))
+    print(f"\nruns:   {out}/<policy>/seed_<s>.csv\nreport: {page}\n        {md}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """``deepbandits run``, ``compare`` and ``demo``: run policies over seeds and summarise."""
+    demo = args.command == "demo"
     if args.command == "run":
         policies = [args.policy]
-    elif args.command == "demo":
+    elif demo:
         policies = DEMO_POLICIES
     else:
         policies = (
             distinct_policy_names() if args.policies == ["all"] else split_specs(args.policies)
         )
-    demo = args.command == "demo"
-    try:
-        seeds = parse_seeds(args.seeds)
-        checkpoints = (
-            [c for c in PAPER_CHECKPOINTS if c <= args.T]
-            if demo
-            else parse_checkpoints(args.checkpoints)
-        )
-        summary = compare(
-            policies,
-            args.env,
-            seeds,
-            args.T,
-            args.out,
-            jobs=args.jobs,
-            progress=not args.no_progress,
-            checkpoints=checkpoints,
-            holdout_size=getattr(args, "holdout", 500),
-        )
-        page = build_report(args.out, args.out / "report")[0] if demo else None
-    except ValueError as exc:
-        print(f"deepbandits: error: {exc}", file=sys.stderr)
-        return 2
+    check_writable(args.out)
+    summary = compare(
+        policies,
+        args.env,
+        args.seeds,
+        args.T,
+        args.out,
+        jobs=args.jobs,
+        progress=not args.no_progress,
+        checkpoints=[c for c in PAPER_CHECKPOINTS if c <= args.T] if demo else args.checkpoints,
+        holdout_size=getattr(args, "holdout", 500),
+    )
+    page = build_report(args.out, args.out / "report")[0] if demo else None
     print(format_table(summary))
     print(f"\nper-run records: {args.out}/<policy>/seed_<s>.csv (+ .json configuration)")
     print(f"table: {args.out / 'summary.csv'}")
@@ -304,7 +491,7 @@ def _matched_only(args: argparse.Namespace) -> None:
         if value not in (None, False)
     ]
     if given:
-        raise ValueError(
+        raise InputValueError(
             f"{', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} of "
             f"'deepbandits reproduce {MATCHED}' only, not of {args.experiment!r}"
         )
@@ -312,21 +499,18 @@ def _matched_only(args: argparse.Namespace) -> None:
 
 def _matched(args: argparse.Namespace) -> int:
     """``deepbandits reproduce matched``: run the matched protocol and print its report."""
-    out = args.out or Path("results") / MATCHED
-    try:
-        run_matched(
-            out,
-            envs=None if args.envs is None else split_specs([args.envs]),
-            n_trials=args.trials,
-            eval_seeds=None if args.seeds is None else parse_seeds(args.seeds),
-            tuning_seeds=None if args.tuning_seeds is None else parse_seeds(args.tuning_seeds),
-            T=args.T,
-            jobs=args.jobs,
-            progress=not args.no_progress,
-            quick=args.quick,
-        )
-    except FileNotFoundError as exc:  # a real dataset that is missing and cannot be downloaded
-        raise ValueError(str(exc)) from exc
+    out = check_writable(args.out or Path("results") / MATCHED)
+    run_matched(
+        out,
+        envs=None if args.envs is None else split_specs([args.envs]),
+        n_trials=args.trials,
+        eval_seeds=args.seeds,
+        tuning_seeds=args.tuning_seeds,
+        T=args.T,
+        jobs=args.jobs,
+        progress=not args.no_progress,
+        quick=args.quick,
+    )
     print((out / "matched.md").read_text())
     print(f"table:  {out / 'matched.csv'}\nreport: {out / 'matched.md'}")
     print(f"tunings: {out}/<env>/<policy>/ (repeat the command to resume)")
@@ -339,12 +523,13 @@ def _tune(args: argparse.Namespace) -> int:
     timeout = None if args.timeout_minutes is None else 60.0 * args.timeout_minutes
     n_trials = 20 if args.trials is None and timeout is None else args.trials
     out = args.out or Path("results") / "tune" / label_of(args.env) / label_of(args.policy)
+    check_writable(out)
     result = tune(
         args.policy,
         args.env,
         T=args.T,
-        tuning_seeds=parse_seeds(args.tuning_seeds),
-        eval_seeds=parse_seeds(args.eval_seeds),
+        tuning_seeds=args.tuning_seeds,
+        eval_seeds=args.eval_seeds,
         out=out,
         n_trials=n_trials,
         timeout=timeout,
@@ -354,13 +539,14 @@ def _tune(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     print(format_table(result.summary))
+    tuning_seeds, eval_seeds = format_seeds(args.tuning_seeds), format_seeds(args.eval_seeds)
     print(
         f"\nbest: {result.best_spec}\n      (mean final regret {result.best_value:.1f} over "
-        f"tuning seeds {args.tuning_seeds}; the table uses evaluation seeds {args.eval_seeds})"
+        f"tuning seeds {tuning_seeds}; the table uses evaluation seeds {eval_seeds})"
     )
     print(
         f'deepbandits compare --policy "{result.best_spec}" --env "{args.env}" --T {args.T} '
-        f"--seeds {args.eval_seeds}   # accepts it"
+        f"--seeds {eval_seeds}   # accepts it"
     )
     print(f"\nsettings and results: {result.path}")
     print(f"trials: {out / 'trials.csv'}")
@@ -368,12 +554,15 @@ def _tune(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_checkpoints(text: str) -> list[int]:
-    """``"0,2000,5000"`` → [0, 2000, 5000]; empty → []."""
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--checkpoints must be comma-separated integers, got {text!r}") from None
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": _compare,
+    "compare": _compare,
+    "demo": _compare,
+    "report": _report,
+    "reproduce": _reproduce,
+    "tune": _tune,
+    "list": _list,
+}
 
 
 if __name__ == "__main__":

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from typing import Any
+
+from deepbandits.errors import InputValueError
 
 
 def parse_value(text: str) -> Any:
@@ -36,12 +40,12 @@ def _parse_bare_list(text: str) -> list[Any]:
     (a JSON string item such as ``"a"`` loses its quotes)."""
     inner = text[1:-1] if text.endswith("]") else None
     if inner is None or _depth_errors(inner):
-        raise ValueError(f"cannot parse list value {text!r}: unbalanced brackets")
+        raise InputValueError(f"cannot parse list value {text!r}: unbalanced brackets")
     if not inner.strip():
         return []
     items = _split_items(inner)
     if any(not item.strip() for item in items):
-        raise ValueError(f"cannot parse list value {text!r}: empty item")
+        raise InputValueError(f"cannot parse list value {text!r}: empty item")
     values = []
     for item in items:
         item = item.strip()
@@ -86,18 +90,24 @@ def _split_top_level(text: str) -> list[str]:
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """``"linucb:alpha=0.1,per_arm=true"`` → ``("linucb", {"alpha": 0.1, "per_arm": True})``.
 
-    Lists are written in brackets: ``reward_range=[0,1]``, ``categorical=[color,shape]``.
+    Lists are written in brackets: ``reward_range=[0,1]``, ``categorical=[color,shape]``. Each
+    keyword may be given once.
     """
     name, _, rest = spec.partition(":")
     name = name.strip()
     if not name:
-        raise ValueError(f"empty name in specification {spec!r}")
+        raise InputValueError(f"empty name in specification {spec!r}")
     params: dict[str, Any] = {}
     for item in _split_top_level(rest):
         key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(f"expected key=value in {spec!r}, got {item!r}")
-        params[key.strip()] = parse_value(value.strip())
+        key = key.strip()
+        if not eq or not key:
+            raise InputValueError(f"expected key=value in {spec!r}, got {item!r}")
+        if key in params:
+            raise InputValueError(
+                f"keyword {key!r} is given twice in {spec!r}; give each keyword once"
+            )
+        params[key] = parse_value(value.strip())
     return name, params
 
 
@@ -120,15 +130,46 @@ def split_specs(args: list[str]) -> list[str]:
     return specs
 
 
+#: One item of a seed list: a seed ``7`` or a range ``0-4``.
+_SEED_ITEM = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+
+
 def parse_seeds(text: str) -> list[int]:
-    """``"0-4"`` → [0, 1, 2, 3, 4]; ``"1,3,5"`` → [1, 3, 5]; ``"7"`` → [7]."""
+    """``"0-4"`` → [0, 1, 2, 3, 4]; ``"1,3,5"`` → [1, 3, 5]; ``"7"`` → [7].
+
+    Seeds are integers >= 0, each listed once (a repeated seed would be run, and counted in the
+    mean, twice); a range is written low-high.
+    """
     seeds: list[int] = []
-    try:
-        for part in text.split(","):
-            lo, dash, hi = part.strip().partition("-")
-            seeds.extend(range(int(lo), int(hi) + 1) if dash else [int(lo)])
-    except ValueError as exc:
-        raise ValueError(f"seeds must look like '0-4' or '1,3,5', got {text!r}") from exc
-    if not seeds:
-        raise ValueError(f"no seeds in {text!r}")
+    for item in text.split(","):
+        match = _SEED_ITEM.fullmatch(item)
+        if match is None:
+            what = "a negative seed" if item.strip().startswith("-") else "not a seed or range"
+            raise InputValueError(
+                f"seeds must look like '0-4' or '1,3,5' (integers >= 0); {item.strip()!r} is {what}"
+            )
+        lo = int(match[1])
+        hi = lo if match[2] is None else int(match[2])
+        if hi < lo:
+            raise InputValueError(f"seed range {item.strip()!r} is empty: write it as {hi}-{lo}")
+        seeds.extend(range(lo, hi + 1))
+    repeated = [seed for seed, count in Counter(seeds).items() if count > 1]
+    if repeated:
+        listed = ", ".join(map(str, repeated))
+        raise InputValueError(
+            f"seed{'s' if len(repeated) > 1 else ''} {listed} listed more than once in {text!r}; "
+            "each seed may be given once"
+        )
     return seeds
+
+
+def format_seeds(seeds: list[int]) -> str:
+    """The text :func:`parse_seeds` reads back as ``seeds``: ``[0, 1, 2, 5]`` → ``"0-2,5"``."""
+    items: list[str] = []
+    start = 0
+    for i, seed in enumerate(seeds):
+        if i + 1 == len(seeds) or seeds[i + 1] != seed + 1:
+            first = seeds[start]
+            items.append(str(seed) if first == seed else f"{first}-{seed}")
+            start = i + 1
+    return ",".join(items)
