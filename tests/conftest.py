@@ -28,3 +28,21 @@ SMALL_NET = dict(
 
 # the same for policies whose network outputs the reward itself (no feature_dim)
 SMALL_REWARD_NET = {k: v for k, v in SMALL_NET.items() if k != "feature_dim"}
+
+# one small configuration of every policy family (and of its main variants)
+POLICY_CASES = [
+    ("linucb", {}),
+    ("linucb", {"per_arm": True}),
+    ("sigma2-linucb", {"variance": "oracle"}),
+    ("neural-linucb", SMALL_NET),
+    ("neural-sigma2-linucb", {**SMALL_NET, "loss": "mle", "alpha": "theory"}),
+    ("neural-sigma2-linucb", {**SMALL_NET, "refit_on_update": True, "optimizer": "adam"}),
+    ("mle-var", SMALL_NET),
+    ("heuristic-10", {**SMALL_NET, "horizon": 400}),
+    ("neural-ucb", SMALL_REWARD_NET),
+    ("neural-ucb", {**SMALL_REWARD_NET, "mode": "full"}),
+    ("neural-ts", SMALL_REWARD_NET),
+    ("save-neural-linucb", {**SMALL_NET, "horizon": 400}),
+    ("kernel-ucb", {"max_history": 60}),
+    ("bootstrapped-nn", {**SMALL_REWARD_NET, "n_models": 3}),
+]

@@ -1,5 +1,7 @@
 """The baselines of the paper: their specific math, and that each of them learns."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -58,7 +60,9 @@ def test_full_and_diag_modes_agree_when_z_is_diagonal(name):
     # after updates, give the full mode the diagonal of the diag mode's Z
     for t in range(20):
         diag.update(X, t % 4, float(t % 3))
-    full.load_state_dict({**diag.state_dict(), "class": type(full).__name__})
+    state = diag.state_dict()
+    params = {**json.loads(state["params"]), "mode": "full"}  # the diag state, read as full
+    full.load_state_dict({**state, "class": type(full).__name__, "params": json.dumps(params)})
     full.z_.A_inv[0] = np.diag(1.0 / torch.cat([z.flatten() for z in diag.z_diag_]).numpy())
     for u, v in zip(diag.predict(X), full.predict(X), strict=True):
         np.testing.assert_allclose(u, v, rtol=1e-6)

@@ -8,6 +8,7 @@ import pytest
 
 import deepbandits as db
 from deepbandits.cli import main
+from deepbandits.datasets import catalog
 from deepbandits.encoding import BlockContexts
 from deepbandits.envs import DATASET_PREPROCESS, ClassificationEnv
 from deepbandits.envs import classification as classification_module
@@ -100,6 +101,7 @@ def test_policies_learn_an_easy_classification_bandit():
 
 def test_real_dataset_env_uses_the_paper_defaults(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setitem(catalog.CANONICAL, "shuttle", {})  # made-up files, not the real ones
     folder = tmp_path / "shuttle"
     folder.mkdir()
     rows = "\n".join(f"{i} {i % 5} 3 4 5 6 7 8 9 {1 + i % 3}" for i in range(1, 30)) + "\n"
@@ -125,6 +127,7 @@ def test_real_dataset_env_uses_the_paper_defaults(tmp_path, monkeypatch):
 
 def test_cli_compare_on_a_dataset(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setitem(catalog.CANONICAL, "shuttle", {})  # made-up files, not the real ones
     folder = tmp_path / "data" / "shuttle"
     folder.mkdir(parents=True)
     rows = "\n".join(f"{i} {i % 7} 3 4 5 6 7 8 9 {1 + i % 2}" for i in range(1, 40)) + "\n"

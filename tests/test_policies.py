@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import deepbandits as db
-from conftest import SMALL_NET, SMALL_REWARD_NET, play
+from conftest import POLICY_CASES, SMALL_NET, play
 
 
 class UniformRandom:
@@ -55,22 +55,6 @@ def test_neural_linear_beats_random_on_h1(name):
     assert wins >= 2
 
 
-POLICY_CASES = [
-    ("linucb", {}),
-    ("linucb", {"per_arm": True}),
-    ("sigma2-linucb", {"variance": "oracle"}),
-    ("neural-linucb", SMALL_NET),
-    ("neural-sigma2-linucb", {**SMALL_NET, "loss": "mle", "alpha": "theory"}),
-    ("neural-sigma2-linucb", {**SMALL_NET, "refit_on_update": True, "optimizer": "adam"}),
-    ("mle-var", SMALL_NET),
-    ("heuristic-10", {**SMALL_NET, "horizon": 400}),
-    ("neural-ucb", SMALL_REWARD_NET),
-    ("neural-ucb", {**SMALL_REWARD_NET, "mode": "full"}),
-    ("neural-ts", SMALL_REWARD_NET),
-    ("save-neural-linucb", {**SMALL_NET, "horizon": 400}),
-    ("kernel-ucb", {"max_history": 60}),
-    ("bootstrapped-nn", {**SMALL_REWARD_NET, "n_models": 3}),
-]
 
 
 @pytest.mark.parametrize(("name", "params"), POLICY_CASES)

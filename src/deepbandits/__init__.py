@@ -25,6 +25,7 @@ from deepbandits.envs import (
 )
 from deepbandits.errors import (
     CheckpointError,
+    CheckpointNotFoundError,
     ConcurrentUseError,
     DataError,
     DataNotFoundError,
@@ -57,6 +58,7 @@ __all__ = [
     "BlockContexts",
     "BootstrappedNN",
     "CheckpointError",
+    "CheckpointNotFoundError",
     "ClassificationEnv",
     "ConcurrentUseError",
     "DataError",

@@ -1,101 +1,115 @@
 """Input checks shared by every public entry point.
 
-Each helper returns a cleaned value or raises ``ValueError`` with a message that says what was
-expected and what was given, so a bad call fails at the API boundary and never deep inside numpy
-or torch.
+Each helper returns a cleaned value or raises one of the library's errors
+(:class:`~deepbandits.errors.InputTypeError` for a value of the wrong type,
+:class:`~deepbandits.errors.InputValueError` for one out of range) with a message that names the
+argument, what was expected and what was given, so a bad call fails at the API boundary and never
+deep inside numpy or torch. Numbers are numbers: a string, a bool or a complex value is refused
+where a real number is expected, never converted.
+
+This module imports nothing else from the package, so every module may use it.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+import numbers
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from deepbandits.errors import InputTypeError, InputValueError
 
-def check_contexts(contexts: Any, n_features: int | None = None) -> Any:
-    """Validate a round's arm contexts: a finite float array of shape ``(n_arms, n_features)``.
-
-    A :class:`~deepbandits.encoding.BlockContexts` is checked through its blocks and returned
-    as it is; anything else becomes a float64 numpy array.
-    """
-    from deepbandits.encoding import BlockContexts  # encoding imports this module
-
-    block = isinstance(contexts, BlockContexts)
-    try:
-        arr = contexts.blocks if block else np.asarray(contexts, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"contexts must be a numeric array, got {type(contexts).__name__}"
-        ) from exc
-    if arr.ndim != 2:
-        raise ValueError(
-            f"contexts must be a 2-d array of shape (n_arms, n_features), got shape {arr.shape}"
-        )
-    shape = contexts.shape if block else arr.shape
-    if shape[0] == 0:
-        raise ValueError("contexts has 0 arms: at least one arm is needed to select")
-    if n_features is not None and shape[1] != n_features:
-        raise ValueError(
-            f"contexts have {shape[1]} features per arm, but this policy was fitted with "
-            f"{n_features}"
-        )
-    if not np.isfinite(arr).all():
-        bad = np.argwhere(~np.isfinite(arr))[0]
-        raise ValueError(
-            f"contexts contain NaN or inf (first at arm {bad[0]}, "
-            f"{'block ' if block else ''}feature {bad[1]}: {arr[bad[0], bad[1]]})"
-        )
-    return contexts if block else arr
+#: Largest magnitude accepted for a context entry or a reward: the square of such a value stays
+#: finite in float32 (the networks; 3.4e38), and products of a few of them stay finite in the
+#: float64 ridge statistics, so one value can never turn a policy's state into inf or NaN.
+MAX_ABS_INPUT = 1e18
 
 
 def check_arm(arm: Any, n_arms: int) -> int:
     """Validate an arm index against the number of arms offered this round."""
     if isinstance(arm, bool) or not isinstance(arm, int | np.integer):
-        raise ValueError(f"arm must be an integer index, got {arm!r}")
+        raise InputTypeError(f"arm must be an integer index, got {arm!r}")
     if not 0 <= int(arm) < n_arms:
-        raise ValueError(
+        raise InputValueError(
             f"arm index {arm} is out of range for {n_arms} arms (valid: 0..{n_arms - 1})"
         )
     return int(arm)
 
 
-def check_finite_scalar(value: Any, name: str) -> float:
-    """Validate a finite real scalar (a reward, a variance, ...)."""
-    try:
-        out = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a real number, got {value!r}") from exc
+def check_real(value: Any, name: str) -> float:
+    """A real number as a float: ints, floats, numpy scalars and 0-d arrays or tensors.
+
+    Strings, bools, complex numbers and arrays of more than one value are refused with
+    :class:`~deepbandits.errors.InputTypeError`.
+    """
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        value = value.item()  # a 0-d numpy array or torch tensor
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise InputTypeError(
+            f"{name} must be a real number, but {value!r} ({type(value).__name__}) is given"
+        )
+    return float(value)
+
+
+def check_finite_scalar(value: Any, name: str, *, bound: float | None = None) -> float:
+    """Validate a finite real scalar (a reward, a variance, ...), at most ``bound`` in size."""
+    out = check_real(value, name)
     if not math.isfinite(out):
-        raise ValueError(f"{name} must be finite, got {out}")
+        raise InputValueError(f"{name} must be finite, but {out} is given")
+    if bound is not None and abs(out) > bound:
+        raise InputValueError(
+            f"{name} must be at most {bound:g} in absolute value, but {out:g} is given; rescale it"
+        )
     return out
 
 
-def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
-    """Validate a positive (or non-negative) finite scalar."""
-    out = check_finite_scalar(value, name)
+def check_bool(value: Any, name: str) -> bool:
+    """Validate a flag: ``True`` or ``False`` (numpy bools included), nothing else."""
+    if not isinstance(value, bool | np.bool_):
+        raise InputTypeError(f"{name} must be True or False, but {value!r} is given")
+    return bool(value)
+
+
+def check_positive(
+    value: Any, name: str, *, allow_zero: bool = False, bound: float | None = None
+) -> float:
+    """Validate a positive (or non-negative) finite scalar, at most ``bound``."""
+    out = check_finite_scalar(value, name, bound=bound)
     if out < 0 or (out == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}, but {value!r} is given")
+        raise InputValueError(f"{name} must be {bound}, but {value!r} is given")
     return out
 
 
 def check_int(value: Any, name: str, *, minimum: int = 0) -> int:
     """Validate an integer parameter with a lower bound."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ValueError(f"{name} must be an integer, but {value!r} is given")
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise InputTypeError(
+            f"{name} must be an integer, but {value!r} ({type(value).__name__}) is given"
+        )
     if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, but {value!r} is given")
+        raise InputValueError(f"{name} must be >= {minimum}, but {value!r} is given")
     return int(value)
+
+
+def check_seed(seed: Any, name: str = "seed") -> int | None:
+    """Validate a seed: ``None`` or an integer ``>= 0`` (what numpy and torch accept)."""
+    if seed is None:
+        return None
+    seed = check_int(seed, name, minimum=0)
+    if seed >= 2**63:
+        raise InputValueError(f"{name} must be < 2**63, but {seed} is given")
+    return seed
 
 
 def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     """Validate a string option against its allowed values."""
     options = tuple(choices)
-    if value not in options:
-        raise ValueError(
+    if not isinstance(value, str) or value not in options:
+        raise InputValueError(
             f"unknown {name} {value!r}; expected one of {', '.join(map(repr, options))}"
         )
     return str(value)
@@ -103,14 +117,15 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
 
 def check_reward_range(reward_range: Any) -> tuple[float, float]:
     """Validate a reward range ``(a, b)`` with ``a < b``, both finite."""
-    try:
-        a, b = reward_range
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"reward_range must be a pair (a, b), got {reward_range!r}") from exc
-    a = check_finite_scalar(a, "reward_range lower bound a")
-    b = check_finite_scalar(b, "reward_range upper bound b")
+    if isinstance(reward_range, str | bytes | dict) or not hasattr(reward_range, "__len__"):
+        raise InputTypeError(f"reward_range must be a pair (a, b), but {reward_range!r} is given")
+    if len(reward_range) != 2:
+        raise InputValueError(f"reward_range must be a pair (a, b), but {reward_range!r} is given")
+    a, b = reward_range
+    a = check_finite_scalar(a, "reward_range lower bound a", bound=MAX_ABS_INPUT)
+    b = check_finite_scalar(b, "reward_range upper bound b", bound=MAX_ABS_INPUT)
     if not a < b:
-        raise ValueError(f"reward_range needs a < b, got a={a}, b={b}")
+        raise InputValueError(f"reward_range needs a < b, but a={a}, b={b} is given")
     return a, b
 
 
@@ -122,7 +137,7 @@ def check_unknown_keys(given: Iterable[str], allowed: Iterable[str], what: str) 
         close = {k: difflib.get_close_matches(k, allowed_set, n=1) for k in unknown}
         hints = [f"{m[0]!r} for {k!r}" for k, m in close.items() if m]
         hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
-        raise ValueError(
+        raise InputValueError(
             f"unknown option(s) {', '.join(map(repr, unknown))} for {what}{hint}; "
             f"valid options: {', '.join(sorted(allowed_set))}"
         )

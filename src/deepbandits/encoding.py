@@ -11,12 +11,14 @@ only that block. Everywhere else it behaves as the dense matrix it stands for
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from deepbandits._validation import check_int
+from deepbandits._validation import MAX_ABS_INPUT, check_int
+from deepbandits.errors import InputTypeError, InputValueError
 
 
 class BlockContexts:
@@ -44,18 +46,22 @@ class BlockContexts:
     def __init__(
         self, blocks: ArrayLike, slots: ArrayLike | None = None, n_blocks: int | None = None
     ) -> None:
-        self.blocks = np.asarray(blocks, dtype=np.float64)
+        self.blocks = as_real_array(blocks, "blocks")
         if self.blocks.ndim != 2:
-            raise ValueError(f"blocks must be a 2-d array [n, D], got shape {self.blocks.shape}")
+            raise InputValueError(
+                f"blocks must be a 2-d array [n, D], but shape {self.blocks.shape} is given"
+            )
         n = self.blocks.shape[0]
         self.n_blocks = check_int(n if n_blocks is None else n_blocks, "n_blocks", minimum=1)
         self.slots = (
             np.arange(n, dtype=np.int64) if slots is None else np.asarray(slots, dtype=np.int64)
         )
         if self.slots.shape != (n,):
-            raise ValueError(f"slots must have one entry per row ({n}), got {self.slots.shape}")
+            raise InputValueError(
+                f"slots must have one entry per row ({n}), but shape {self.slots.shape} is given"
+            )
         if n and (self.slots.min() < 0 or self.slots.max() >= self.n_blocks):
-            raise ValueError(
+            raise InputValueError(
                 f"slots must lie in 0..{self.n_blocks - 1}, got {self.slots.min()}.."
                 f"{self.slots.max()}"
             )
@@ -91,12 +97,6 @@ class BlockContexts:
 
     __hash__ = None  # type: ignore[assignment]  # mutable arrays inside
 
-    def is_one_per_block(self) -> bool:
-        """Whether row k occupies block k for every k (the encoding of a single round)."""
-        return len(self) == self.n_blocks and bool(
-            np.array_equal(self.slots, np.arange(self.n_blocks))
-        )
-
     def copy(self) -> BlockContexts:
         return BlockContexts(self.blocks.copy(), self.slots.copy(), self.n_blocks)
 
@@ -116,15 +116,75 @@ Contexts = NDArray[np.float64] | BlockContexts
 """What a policy receives each round: a dense ``[K, d]`` array or its block encoding."""
 
 
+def as_real_array(values: Any, name: str) -> NDArray[np.float64]:
+    """``values`` as a float64 array, refusing what is not real numbers.
+
+    Booleans, integers and floats are converted; strings, bytes, complex numbers and objects
+    that are not real numbers raise :class:`~deepbandits.errors.InputTypeError` (numpy would turn
+    ``"1.5"`` into 1.5, or drop an imaginary part, without a word).
+    """
+    try:
+        raw = np.asarray(values)
+    except (TypeError, ValueError, RuntimeError) as exc:  # ragged lists, CUDA tensors, ...
+        raise InputTypeError(
+            f"{name} must be an array of real numbers, but {type(values).__name__} is given ({exc})"
+        ) from exc
+    if raw.dtype.kind == "O" and all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) for v in raw.flat
+    ):
+        raw = raw.astype(np.float64)
+    if raw.dtype.kind not in "biuf":
+        raise InputTypeError(
+            f"{name} must be an array of real numbers, but an array of {raw.dtype} "
+            f"({type(values).__name__}) is given"
+        )
+    return raw.astype(np.float64, copy=False)
+
+
+def check_contexts(contexts: Any, n_features: int | None = None) -> Contexts:
+    """Validate a round's arm contexts: real, finite values of shape ``(n_arms, n_features)``,
+    none larger than :data:`~deepbandits._validation.MAX_ABS_INPUT` in magnitude.
+
+    A :class:`BlockContexts` is checked through its blocks and returned as it is; anything else
+    becomes a float64 numpy array. This is the one check of contexts on every path into a
+    policy.
+    """
+    block = isinstance(contexts, BlockContexts)
+    arr = contexts.blocks if block else as_real_array(contexts, "contexts")
+    if arr.ndim != 2:
+        raise InputValueError(
+            f"contexts must be a 2-d array of shape (n_arms, n_features), but shape "
+            f"{arr.shape} is given"
+        )
+    shape = contexts.shape if block else arr.shape
+    if shape[0] == 0:
+        raise InputValueError("contexts has 0 arms: at least one arm is needed to select")
+    if n_features is not None and shape[1] != n_features:
+        raise InputValueError(
+            f"contexts must have {n_features} features per arm (the dimension this policy was "
+            f"fitted with), but {shape[1]} are given"
+        )
+    finite = np.isfinite(arr)
+    if not finite.all() or np.abs(arr).max() > MAX_ABS_INPUT:
+        bad = np.argwhere(~finite | (np.abs(np.where(finite, arr, 0.0)) > MAX_ABS_INPUT))[0]
+        what = "NaN or inf" if not finite.all() else f"values above {MAX_ABS_INPUT:g} in size"
+        raise InputValueError(
+            f"contexts must be finite and at most {MAX_ABS_INPUT:g} in absolute value, but "
+            f"they contain {what} (first at arm {bad[0]}, {'block ' if block else ''}feature "
+            f"{bad[1]}: {arr[bad[0], bad[1]]}); rescale them"
+        )
+    return contexts if block else arr
+
+
 def block_encode(x: ArrayLike, n_arms: int) -> BlockContexts:
     """The ``n_arms`` contexts of Section 5.2 for one sample ``x``: row k holds ``x`` in block k.
 
     ``block_encode(x, K).dense()`` is the ``[K, K·D]`` matrix of the dense encoding.
     """
     n_arms = check_int(n_arms, "n_arms", minimum=1)
-    x = np.asarray(x, dtype=np.float64)
+    x = as_real_array(x, "x")
     if x.ndim != 1:
-        raise ValueError(f"x must be a 1-d feature vector, got shape {x.shape}")
+        raise InputValueError(f"x must be a 1-d feature vector, but shape {x.shape} is given")
     return BlockContexts(np.broadcast_to(x, (n_arms, x.shape[0])).copy())
 
 

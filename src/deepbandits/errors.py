@@ -6,15 +6,16 @@ value of the wrong type, ``FileNotFoundError`` for a missing file), so ``except 
 working. The message names the argument, what was expected and what was given. The command line
 turns any of them into a one-paragraph message and exit status 2.
 
-=========================  ==========================================================
-``DeepBanditsError``       base class of all of them
-``InputValueError``        a value of the right type but out of range, shape or finiteness
-``InputTypeError``         a value of the wrong type (a string for a number, ...)
-``DataError``              a data file that is missing, damaged or malformed
-``DataNotFoundError``      a data file that is missing (also a ``FileNotFoundError``)
-``CheckpointError``        a saved policy that cannot be read or does not fit the receiver
-``ConcurrentUseError``     an output folder already in use by another process
-=========================  ==========================================================
+=========================== =========================================================
+``DeepBanditsError``        base class of all of them
+``InputValueError``         a value of the right type but out of range, shape or finiteness
+``InputTypeError``          a value of the wrong type (a string for a number, ...)
+``DataError``               a data file that is missing, damaged or malformed
+``DataNotFoundError``       a data file that is missing (also a ``FileNotFoundError``)
+``CheckpointError``         a saved policy that cannot be read or does not fit the receiver
+``CheckpointNotFoundError`` a saved policy file that does not exist
+``ConcurrentUseError``      an output folder already in use by another process
+=========================== =========================================================
 """
 
 from __future__ import annotations
@@ -44,12 +45,17 @@ class CheckpointError(InputValueError):
     """A saved policy that cannot be read, or that does not fit the policy it is loaded into."""
 
 
+class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
+    """A saved policy file that does not exist."""
+
+
 class ConcurrentUseError(DeepBanditsError, RuntimeError):
     """An output folder locked by another running process."""
 
 
 __all__ = [
     "CheckpointError",
+    "CheckpointNotFoundError",
     "ConcurrentUseError",
     "DataError",
     "DataNotFoundError",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from deepbandits.errors import InputValueError
 from deepbandits.formulas import floored_variance, range_variance_bound
 
 VARIANCE_SOURCES = ("none", "oracle", "range", "mle-var", "schedule")
@@ -38,28 +39,28 @@ def parse_variance_schedule(
     if isinstance(spec, str):
         match = _LINEAR_SPEC.match(spec.strip())
         if match is None:
-            raise ValueError(
+            raise InputValueError(
                 f"schedule {spec!r} is not understood; expected 'linear:START:END[:T]' "
                 "or a sequence of floats"
             )
         try:
             start, end = float(match.group(1)), float(match.group(2))
         except ValueError as exc:
-            raise ValueError(f"schedule {spec!r}: START and END must be numbers") from exc
+            raise InputValueError(f"schedule {spec!r}: START and END must be numbers") from exc
         T = int(match.group(3)) if match.group(3) else horizon
         if T is None and not required:
             return None
         if T is None or T < 1:
-            raise ValueError(
+            raise InputValueError(
                 f"schedule {spec!r} needs a horizon: write 'linear:START:END:T' or pass horizon=T"
             )
         values = np.linspace(start, end, T)
     else:
         values = np.asarray(spec, dtype=np.float64)
         if values.ndim != 1 or len(values) == 0:
-            raise ValueError(f"schedule must be a 1-d sequence, got shape {values.shape}")
+            raise InputValueError(f"schedule must be a 1-d sequence, got shape {values.shape}")
     if not np.isfinite(values).all() or (values < 0).any():
-        raise ValueError("schedule values must be finite and >= 0")
+        raise InputValueError("schedule values must be finite and >= 0")
     return values
 
 
@@ -84,13 +85,13 @@ def round_variance(
         return 1.0, float("nan")
     if source == "oracle":
         if oracle is None:
-            raise ValueError(
+            raise InputValueError(
                 "variance='oracle' needs the oracle σ² of each round: update(..., sigma2=v)"
             )
         raw = oracle
     elif source == "range":
         if reward_range is None:
-            raise ValueError(
+            raise InputValueError(
                 "variance='range' needs a reward range [a, b]: pass reward_range=(a, b) to the "
                 "policy or to update(), or run it on an environment that declares one"
             )
@@ -100,7 +101,7 @@ def round_variance(
     else:
         assert schedule is not None
         if t >= len(schedule):
-            raise ValueError(
+            raise InputValueError(
                 f"schedule has {len(schedule)} values but round {t + 1} is being played"
             )
         raw = float(schedule[t])

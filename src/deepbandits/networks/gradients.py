@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from deepbandits.errors import InputValueError
 from deepbandits.networks.mlp import (
     MLP,
     BlockInput,
@@ -92,7 +93,7 @@ def output_gradients(net: MLP, x: NetInput) -> tuple[torch.Tensor, list[torch.Te
     :func:`diagonal_quadratic_form` uses them without building the gradient vectors.
     """
     if net.layers[-1].out_features != 1:
-        raise ValueError("gradient features need a network with a single output")
+        raise InputValueError("gradient features need a network with a single output")
     pres, acts = forward_cache(net, x)
     deltas = backpropagate(net, pres, torch.ones_like(acts[-1]))
     return acts[-1][:, 0], deltas, acts

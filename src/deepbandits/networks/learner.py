@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import check_choice, check_int, check_positive
 from deepbandits.encoding import Contexts
+from deepbandits.errors import InputValueError
 from deepbandits.networks.mlp import MLP, as_input
 from deepbandits.networks.schedule import TrainSchedule, resolve_schedule
 from deepbandits.networks.training import (
@@ -25,6 +26,11 @@ from deepbandits.networks.training import (
     make_optimizer,
     train_feature_map,
 )
+
+#: Rounds a network's training history keeps by default: above the longest run of the paper
+#: (T = 30,000), so every experiment of the paper trains on its whole history, bit for bit as
+#: without a cap; the README's "Memory per round" gives the memory this bounds.
+DEFAULT_MAX_HISTORY = 100_000
 
 #: Parameters every neural policy accepts, with their defaults (documented in
 #: :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`).
@@ -41,6 +47,7 @@ NETWORK_PARAMS: dict[str, Any] = {
     "lr": 1e-2,
     "weight_decay": 0.0,
     "max_grad_norm": 10.0,
+    "max_history": DEFAULT_MAX_HISTORY,
     "device": "cpu",
 }
 
@@ -53,11 +60,13 @@ def check_device(device: str) -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device {device!r} is not a torch device (try 'cpu' or 'cuda')") from exc
+        raise InputValueError(
+            f"device {device!r} is not a torch device (try 'cpu' or 'cuda')"
+        ) from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} was asked for, but CUDA is not available here")
+        raise InputValueError(f"device {device!r} was asked for, but CUDA is not available here")
     if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device {device!r} is not supported; use 'cpu' or 'cuda'")
+        raise InputValueError(f"device {device!r} is not supported; use 'cpu' or 'cuda'")
     return dev
 
 
@@ -68,6 +77,8 @@ def check_network_params(p: dict[str, Any]) -> tuple[TrainSchedule, torch.device
     check_choice(p["optimizer"], "optimizer", OPTIMIZERS)
     check_positive(p["lr"], "lr")
     check_positive(p["weight_decay"], "weight_decay", allow_zero=True)
+    if p["max_history"] is not None:
+        check_int(p["max_history"], "max_history", minimum=1)
     if p["max_grad_norm"] is not None:
         check_positive(p["max_grad_norm"], "max_grad_norm")
     schedule = resolve_schedule(p["train_schedule"], {k: p[k] for k in SCHEDULE_FIELDS})
@@ -98,6 +109,9 @@ class NetworkLearner:
         The policy's parameters (:data:`NETWORK_PARAMS` keys are read).
     generator : torch.Generator
         Source of the initial weights and of the minibatches.
+    rng : numpy.random.Generator
+        The policy's generator: it draws the reservoir sample of a history capped by
+        ``max_history`` (:class:`~deepbandits.networks.training.History`).
     """
 
     def __init__(
@@ -109,6 +123,7 @@ class NetworkLearner:
         params: dict[str, Any],
         device: torch.device,
         generator: torch.Generator,
+        rng: np.random.Generator,
     ) -> None:
         self.network = MLP(
             in_dim, params["hidden"], params["n_layers"], out_dim, generator, output_activation
@@ -119,7 +134,10 @@ class NetworkLearner:
         self.optimizer = make_optimizer(
             params["optimizer"], self.network.parameters(), params["lr"], params["weight_decay"]
         )
-        self.history = History(in_dim)
+        max_history = params["max_history"]
+        self.history = History(
+            in_dim, max_history=None if max_history is None else int(max_history), rng=rng
+        )
         self.n_trainings = 0
         self.last_loss = math.nan
 
@@ -174,5 +192,5 @@ class NetworkLearner:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.network.load_state_dict(state["network"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.history = History.from_state_dict(state["history"])
+        self.history.load_state_dict(state["history"])
         self.n_trainings = int(state["n_trainings"])

@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
 from deepbandits.encoding import BlockContexts, Contexts
+from deepbandits.errors import CheckpointError, InputValueError
 from deepbandits.networks.gradients import (
     Gradient,
     backpropagate,
@@ -29,51 +30,100 @@ MIN_VARIANCE = 1e-6
 
 
 class History:
-    """Every played round's context, reward, ridge weight and head; grows by doubling.
+    """The rounds a network trains on: every round played, or a uniform sample of at most
+    ``max_history`` of them.
 
-    The buffer receives each round as it is played (never only on training rounds), so the
-    network always trains on the whole history. Block-encoded contexts
-    (:class:`~deepbandits.encoding.BlockContexts`) are kept as their non-zero block and its
-    index: D + 1 numbers per round instead of K·D.
+    Each round is added as it is played (never only on training rounds). Below the cap the
+    buffers grow by doubling, never beyond the cap, so the network trains on the whole history
+    as in Algorithm 1. At the cap they stay one fixed block of ``max_history`` rows, written in
+    place, and the history is a reservoir sample (Vitter's Algorithm R): the n-th round replaces
+    a uniformly drawn row with probability ``max_history``/n, so the rows kept are at every
+    moment a uniform sample of all rounds added, and a minibatch index drawn uniformly over the
+    rows picks each past round with probability 1/n, as training on the whole history does. The
+    draws come from ``rng`` (the policy's own generator, so runs stay deterministic and the
+    policy's state covers them) and start only at the cap: a run that never reaches it is the
+    uncapped run, bit for bit. Once the cap is reached the rows are not in time order.
+
+    Block-encoded contexts (:class:`~deepbandits.encoding.BlockContexts`) are kept as their
+    non-zero block and its index: D + 1 numbers per round instead of K·D.
     """
 
     _FIELDS = ("rewards", "weights", "heads")
 
-    def __init__(self, dim: int, capacity: int = 1024) -> None:
+    def __init__(
+        self,
+        dim: int,
+        *,
+        max_history: int | None = None,
+        rng: np.random.Generator | None = None,
+        capacity: int = 1024,
+    ) -> None:
+        if max_history is not None and rng is None:
+            raise InputValueError("a history with max_history set needs a generator rng")
         self.dim = dim
+        self.max_history = max_history
+        self.rng = rng
         self.size = 0
-        self.n_blocks: int | None = None  # set by the first block-encoded context
-        self.contexts = np.empty((capacity, dim), dtype=np.float64)
-        self.slots = np.empty(0, dtype=np.int64)
+        self.seen = 0  # rounds added, kept or not: the reservoir's n
+        self._allocate(capacity, None)
+
+    def _allocate(self, capacity: int, n_blocks: int | None) -> None:
+        """Empty buffers of ``capacity`` rows (at most ``max_history``); with ``n_blocks``, the
+        contexts are blocks of dim/n_blocks numbers and their indices."""
+        if n_blocks is not None and self.dim % n_blocks:
+            raise InputValueError(
+                f"{n_blocks} blocks do not divide the context dimension {self.dim}"
+            )
+        if self.max_history is not None:
+            capacity = min(capacity, self.max_history)
+        self.n_blocks = n_blocks
+        width = self.dim if n_blocks is None else self.dim // n_blocks
+        self.contexts = np.empty((capacity, width), dtype=np.float64)
+        self.slots = np.empty(0 if n_blocks is None else capacity, dtype=np.int64)
         self.rewards = np.empty(capacity, dtype=np.float64)
         self.weights = np.empty(capacity, dtype=np.float64)
         self.heads = np.empty(capacity, dtype=np.int64)
 
-    def _use_blocks(self, n_blocks: int) -> None:
-        if self.dim % n_blocks:
-            raise ValueError(f"{n_blocks} blocks do not divide the context dimension {self.dim}")
-        self.n_blocks = n_blocks
-        self.contexts = np.empty((len(self.rewards), self.dim // n_blocks), dtype=np.float64)
-        self.slots = np.empty(len(self.rewards), dtype=np.int64)
+    def _arrays(self) -> tuple[str, ...]:
+        return ("contexts", *self._FIELDS, *(("slots",) if self.n_blocks is not None else ()))
+
+    def _grow(self) -> None:
+        """Double the buffers (up to ``max_history`` rows), keeping their rows."""
+        new = 2 * len(self.rewards)
+        if self.max_history is not None:
+            new = min(new, self.max_history)
+        for name in self._arrays():
+            old = getattr(self, name)
+            grown = np.empty((new, *old.shape[1:]), dtype=old.dtype)
+            grown[: len(old)] = old
+            setattr(self, name, grown)
+
+    def _row(self) -> int | None:
+        """The row the next round goes to (None: the reservoir does not keep it)."""
+        self.seen += 1
+        if self.max_history is None or self.size < self.max_history:
+            if self.size == len(self.rewards):
+                self._grow()
+            self.size += 1
+            return self.size - 1
+        assert self.rng is not None
+        j = int(self.rng.integers(self.seen))
+        return j if j < self.max_history else None
 
     def append(self, context: Contexts, reward: float, weight: float, head: int) -> None:
         """Add one round; ``context`` is a 1-d array or a one-row ``BlockContexts``."""
         block = isinstance(context, BlockContexts)
         if block and self.size == 0 and self.n_blocks is None:
-            self._use_blocks(context.n_blocks)
+            self._allocate(len(self.rewards), context.n_blocks)
         if self.n_blocks is not None and not block:
-            raise ValueError(
+            raise InputValueError(
                 "this history holds block-encoded contexts; a dense context cannot be added"
             )
         if block and self.n_blocks is None:
             context, block = context.dense()[0], False
-        if self.size == len(self.rewards):
-            new = 2 * len(self.rewards)
-            self.contexts = np.resize(self.contexts, (new, self.contexts.shape[1]))
-            names = self._FIELDS + (("slots",) if self.n_blocks is not None else ())
-            for name in names:
-                setattr(self, name, np.resize(getattr(self, name), new))
-        i = self.size
+        i = self._row()
+        if i is None:
+            return
         if block:
             self.contexts[i] = context.blocks[0]
             self.slots[i] = context.slots[0]
@@ -82,9 +132,9 @@ class History:
         self.rewards[i] = reward
         self.weights[i] = weight
         self.heads[i] = head
-        self.size += 1
 
     def view(self) -> tuple[Contexts, NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+        """The rows kept, as views of the buffers (no copy): contexts, rewards, weights, heads."""
         n = self.size
         X: Contexts = self.contexts[:n]
         if self.n_blocks is not None:
@@ -92,27 +142,56 @@ class History:
         return X, self.rewards[:n], self.weights[:n], self.heads[:n]
 
     def state_dict(self) -> dict[str, Any]:
+        """The rows kept, in buffer order, and the number of rounds added (the reservoir's n)."""
         n = self.size
-        state = {name: getattr(self, name)[:n].copy() for name in ("contexts", *self._FIELDS)}
-        state["dim"] = self.dim
+        state: dict[str, Any] = {name: getattr(self, name)[:n].copy() for name in self._arrays()}
+        state.update(dim=self.dim, seen=self.seen)
         if self.n_blocks is not None:
-            state.update(slots=self.slots[:n].copy(), n_blocks=self.n_blocks)
+            state["n_blocks"] = self.n_blocks
         return state
 
-    @classmethod
-    def from_state_dict(cls, state: dict[str, Any]) -> History:
-        X = as_numpy(state["contexts"])
-        n = len(X)
-        hist = cls(int(state.get("dim", X.shape[1])), capacity=max(1024, n))
-        if state.get("n_blocks") is not None:
-            hist._use_blocks(int(state["n_blocks"]))
-            hist.slots[:n] = as_numpy(state["slots"], np.int64)
-        hist.contexts[:n] = X
-        hist.rewards[:n] = as_numpy(state["rewards"])
-        hist.weights[:n] = as_numpy(state["weights"])
-        hist.heads[:n] = as_numpy(state["heads"], np.int64)
-        hist.size = n
-        return hist
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the rows by those of ``state``, keeping this history's cap and generator.
+
+        Raises :class:`~deepbandits.errors.CheckpointError`, and changes nothing, when ``state``
+        holds more rows than ``max_history``, rows of another context dimension or fields of
+        different lengths.
+        """
+        n_blocks = None if state.get("n_blocks") is None else int(state["n_blocks"])
+        names = ("contexts", *self._FIELDS, *(("slots",) if n_blocks is not None else ()))
+        arrays = {
+            name: as_numpy(state[name], np.int64 if name in ("heads", "slots") else np.float64)
+            for name in names
+        }
+        n = len(arrays["contexts"])
+        if n_blocks is not None and (n_blocks < 1 or self.dim % n_blocks):
+            raise CheckpointError(
+                f"the saved training history has {n_blocks} blocks, which do not divide this "
+                f"policy's context dimension {self.dim}"
+            )
+        width = self.dim if n_blocks is None else self.dim // n_blocks
+        seen = int(state.get("seen", n))
+        expected = {name: (n, width) if name == "contexts" else (n,) for name in names}
+        problems = [
+            f"{name} has shape {a.shape}, expected {expected[name]}"
+            for name, a in arrays.items()
+            if a.shape != expected[name]
+        ]
+        if self.max_history is not None and n > self.max_history:
+            problems.append(
+                f"{n} rounds are more than this policy's max_history={self.max_history}"
+            )
+        if seen < n:
+            problems.append(f"{seen} rounds added cannot leave {n} rows")
+        if problems:
+            raise CheckpointError(
+                f"the saved training history does not fit this policy (contexts of dimension "
+                f"{self.dim}): {'; '.join(problems)}"
+            )
+        self._allocate(max(1024, n), n_blocks)
+        for name, a in arrays.items():
+            getattr(self, name)[:n] = a
+        self.size, self.seen = n, seen
 
 
 def make_optimizer(name: str, params: Any, lr: float, weight_decay: float) -> torch.optim.Optimizer:

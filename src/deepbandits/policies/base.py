@@ -8,8 +8,11 @@ values; :meth:`Policy.save` writes it with ``torch.save`` and :func:`load_policy
 
 from __future__ import annotations
 
+import io
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,8 +20,22 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike, NDArray
 
-from deepbandits._validation import check_arm, check_contexts, check_finite_scalar, check_positive
-from deepbandits.encoding import BlockContexts, Contexts
+from deepbandits._io import write_atomic
+from deepbandits._validation import (
+    MAX_ABS_INPUT,
+    check_arm,
+    check_finite_scalar,
+    check_positive,
+    check_reward_range,
+    check_seed,
+)
+from deepbandits.encoding import BlockContexts, Contexts, check_contexts
+from deepbandits.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    DeepBanditsError,
+    InputValueError,
+)
 
 FORMAT_VERSION = 1
 _CLASSES: dict[str, type[Policy]] = {}
@@ -52,6 +69,11 @@ class Policy(ABC):
     :meth:`_predict` (mean and exploration width per arm), :meth:`_index` (the score maximised by
     :meth:`select`), :meth:`_learn` and the ``_state``/``_load_state`` pair.
 
+    Every public call is all or nothing: its inputs are validated before any state changes, and a
+    call that raises leaves the policy as it was (parameters, learned statistics, context
+    dimension, random generator, diagnostics). Subclasses keep that promise by raising only
+    before they change learned state.
+
     Attributes
     ----------
     n_features_in_ : int or None
@@ -68,6 +90,8 @@ class Policy(ABC):
     #: Whether the policy works on :class:`~deepbandits.encoding.BlockContexts` directly; the
     #: others receive the dense matrix they stand for.
     block_contexts: ClassVar[bool] = False
+    #: The reward range a reward must lie in (set from a ``reward_range`` parameter), if any.
+    _reward_range: tuple[float, float] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -75,7 +99,7 @@ class Policy(ABC):
 
     def __init__(self, **params: Any) -> None:
         self._params = params
-        self._validate_params()
+        self._validate()
         self.reset()
 
     # ------------------------------------------------------------------ parameters
@@ -91,17 +115,17 @@ class Policy(ABC):
         """
         unknown = sorted(set(params) - set(self._params))
         if unknown:
-            raise ValueError(
+            raise InputValueError(
                 f"{type(self).__name__} has no parameter {unknown[0]!r}; "
                 f"parameters: {', '.join(sorted(self._params))}"
             )
         old = dict(self._params)
         self._params.update(params)
         try:
-            self._validate_params()
-        except ValueError:
+            self._validate()
+        except Exception:
             self._params = old
-            self._validate_params()
+            self._validate()
             raise
         return self.reset()
 
@@ -109,21 +133,44 @@ class Policy(ABC):
         args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
         return f"{type(self).__name__}({args})"
 
+    def _validate(self) -> None:
+        check_seed(self._params.get("seed"))
+        self._validate_params()
+
     @abstractmethod
     def _validate_params(self) -> None:
-        """Check every constructor parameter; raise ValueError naming the bad one."""
+        """Check every constructor parameter; raise the library's errors naming the bad one."""
 
     # ------------------------------------------------------------------ lifecycle
     def reset(self, seed: int | None = None) -> Policy:
         """Forget everything learned; with ``seed``, also replace the ``seed`` parameter."""
         if seed is not None:
-            self._params["seed"] = seed
+            self._params["seed"] = check_seed(seed)
         self.n_features_in_: int | None = None
         self.t_ = 0
         self.last_selection_: dict[str, NDArray[np.float64]] = {}
         self.last_update_: dict[str, float] = {}
         self._rng = np.random.default_rng(self._params.get("seed"))
         return self
+
+    @contextmanager
+    def _all_or_nothing(self) -> Iterator[None]:
+        """Undo what a failing call changed: the dimension fixed by a first call, the round
+        counter, the diagnostics and the generator. Learned statistics are never touched before
+        a call's inputs are validated, so they need no undo."""
+        kept = (
+            self.n_features_in_,
+            self.t_,
+            self.last_selection_,
+            self.last_update_,
+            self._rng.bit_generator.state,
+        )
+        try:
+            yield
+        except BaseException:
+            (self.n_features_in_, self.t_, self.last_selection_, self.last_update_, rng) = kept
+            self._rng.bit_generator.state = rng
+            raise
 
     def _check(self, contexts: ArrayLike | BlockContexts) -> Contexts:
         X = check_contexts(contexts, self.n_features_in_)
@@ -144,10 +191,11 @@ class Policy(ABC):
 
         Ties are broken uniformly at random by the policy's own seeded generator.
         """
-        X = self._check(contexts)
-        index = self._index(X)
-        best = np.flatnonzero(index == index.max())
-        return int(best[0] if len(best) == 1 else self._rng.choice(best))
+        with self._all_or_nothing():
+            X = self._check(contexts)
+            index = self._index(X)
+            best = np.flatnonzero(index == index.max())
+            return int(best[0] if len(best) == 1 else self._rng.choice(best))
 
     def predict(self, contexts: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``.
@@ -157,10 +205,11 @@ class Policy(ABC):
         ensemble's spread for BootstrappedNN). Predicting changes no state: it draws no random
         numbers and leaves :attr:`last_selection_` as it was.
         """
-        X = self._check(contexts)
         kept = self.last_selection_
         try:
-            return self._predict(X)
+            with self._all_or_nothing():
+                X = self._check(contexts)
+                return self._predict(X)
         finally:
             self.last_selection_ = kept
 
@@ -187,16 +236,26 @@ class Policy(ABC):
             Oracle bound on this round's noise variance, when the caller has one.
         reward_range : (a, b), optional
             This round's reward range; overrides the policy's ``reward_range`` (dynamic ranges,
-            Fig. ab_dynamic (b)).
+            Fig. ab_dynamic (b)). A reward outside the range in force is refused.
+
+        ``_learn`` receives the validated values and the range in force (or None).
         """
-        X = self._check(contexts)
-        arm = check_arm(arm, X.shape[0])
-        reward = check_finite_scalar(reward, "reward")
-        if sigma2 is not None:
-            sigma2 = check_positive(sigma2, "sigma2", allow_zero=True)
-        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
-        self._learn(X, arm, reward, sigma2, reward_range)
-        self.t_ += 1
+        with self._all_or_nothing():
+            X = self._check(contexts)
+            arm = check_arm(arm, X.shape[0])
+            reward = check_finite_scalar(reward, "reward", bound=MAX_ABS_INPUT)
+            if sigma2 is not None:
+                sigma2 = check_positive(sigma2, "sigma2", allow_zero=True, bound=MAX_ABS_INPUT)
+            bounds = (
+                check_reward_range(reward_range) if reward_range is not None else self._reward_range
+            )
+            if bounds is not None and not bounds[0] <= reward <= bounds[1]:
+                raise InputValueError(
+                    f"reward {reward} is outside the reward range [{bounds[0]}, {bounds[1]}]"
+                )
+            self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
+            self._learn(X, arm, reward, sigma2, bounds)
+            self.t_ += 1
 
     @abstractmethod
     def _index(self, X: Contexts) -> NDArray[np.float64]: ...
@@ -235,47 +294,134 @@ class Policy(ABC):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore a state produced by :meth:`state_dict` of a policy with the same parameters."""
-        if state.get("class") != type(self).__name__:
-            saved, here = state.get("class"), type(self).__name__
-            raise ValueError(f"state was saved from {saved!r}, cannot load into {here}")
-        self.reset()
-        self._rng.bit_generator.state = json.loads(state["rng"])
-        if state["n_features_in"] is not None:
-            self.n_features_in_ = int(state["n_features_in"])
-            self._initialize(np.zeros((1, self.n_features_in_)))
-            self._load_state(state["state"])
-        self.t_ = int(state["t"])
+        """Restore a state produced by :meth:`state_dict` of a policy with the same parameters.
+
+        The state is checked against its schema (format version, class, parameter names and
+        values, round counter, generator state) and the saved parameters against this policy's
+        (``device`` may differ); anything that does not fit raises
+        :class:`~deepbandits.errors.CheckpointError` and leaves this policy as it was.
+        """
+        check_checkpoint(state)
+        here = type(self).__name__
+        if state["class"] != here:
+            raise CheckpointError(
+                f"state was saved from {state['class']!r}, cannot load into {here}"
+            )
+        saved = json.loads(state["params"])
+        mine = json.loads(json.dumps(_jsonable(self._params)))
+        differ = sorted(
+            k for k in set(saved) | set(mine) if k != "device" and saved.get(k) != mine.get(k)
+        )
+        if differ:
+            detail = "; ".join(f"{k}: saved {saved.get(k)!r}, here {mine.get(k)!r}" for k in differ)
+            raise CheckpointError(
+                f"state was saved by a {here} with other parameters ({detail}); build the policy "
+                "with the saved parameters, or use load_policy"
+            )
+        before = dict(self.__dict__)
+        try:
+            self.reset()
+            self._rng.bit_generator.state = json.loads(state["rng"])
+            if state["n_features_in"] is not None:
+                self.n_features_in_ = int(state["n_features_in"])
+                self._initialize(np.zeros((1, self.n_features_in_)))
+                self._load_state(state["state"])
+            self.t_ = int(state["t"])
+        except Exception as exc:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            if isinstance(exc, DeepBanditsError):
+                raise
+            raise CheckpointError(
+                f"the saved state of this {here} is damaged or incomplete: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
 
     def save(self, path: str | Path) -> None:
-        """Write parameters and learned state to ``path`` (tensors + JSON, no code)."""
-        torch.save(_to_saveable(self.state_dict()), Path(path))
+        """Write parameters and learned state to ``path`` (tensors + JSON, no code).
+
+        The file is written atomically: a kill during a save leaves the previous file intact.
+        """
+        buffer = io.BytesIO()
+        torch.save(_to_saveable(self.state_dict()), buffer)
+        write_atomic(path, buffer.getvalue())
 
     @classmethod
     def load(cls, path: str | Path) -> Policy:
         """Read a policy written by :meth:`save`; the file is parsed with ``weights_only=True``."""
         policy = load_policy(path)
         if not isinstance(policy, cls):
-            raise ValueError(f"{path} holds a {type(policy).__name__}, not a {cls.__name__}")
+            raise CheckpointError(f"{path} holds a {type(policy).__name__}, not a {cls.__name__}")
         return policy
 
 
+#: The keys of a saved state and their types (the schema of format version 1).
+_SCHEMA: dict[str, type | tuple[type, ...]] = {
+    "format": int,
+    "class": str,
+    "params": str,
+    "rng": str,
+    "t": int,
+    "n_features_in": (int, type(None)),
+    "state": dict,
+}
+
+
+def check_checkpoint(state: Any) -> None:
+    """Check a saved state against the schema: keys, types, format version, JSON fields."""
+    if not isinstance(state, dict):
+        raise CheckpointError(f"a saved state must be a dict, but {type(state).__name__} is given")
+    missing = sorted(set(_SCHEMA) - set(state))
+    if missing:
+        raise CheckpointError(f"the saved state lacks {', '.join(missing)}")
+    for key, kind in _SCHEMA.items():
+        if isinstance(state[key], bool) or not isinstance(state[key], kind):
+            raise CheckpointError(
+                f"the saved state's {key!r} must be {kind}, but {state[key]!r} is given"
+            )
+    if state["format"] != FORMAT_VERSION:
+        raise CheckpointError(
+            f"the saved state has format {state['format']}; this version reads format "
+            f"{FORMAT_VERSION}"
+        )
+    if state["t"] < 0 or (state["n_features_in"] is not None and state["n_features_in"] < 1):
+        raise CheckpointError(
+            f"the saved state has t={state['t']}, n_features_in={state['n_features_in']}"
+        )
+    for key in ("params", "rng"):
+        try:
+            value = json.loads(state[key])
+        except json.JSONDecodeError as exc:
+            raise CheckpointError(f"the saved state's {key!r} is not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise CheckpointError(f"the saved state's {key!r} must be a JSON object")
+
+
 def load_policy(path: str | Path) -> Policy:
-    """Rebuild any policy saved by :meth:`Policy.save`."""
+    """Rebuild any policy saved by :meth:`Policy.save`; damaged files raise
+    :class:`~deepbandits.errors.CheckpointError`."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no saved policy at {path}")
+        raise CheckpointNotFoundError(f"no saved policy at {path}")
     try:
         state = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:
-        raise ValueError(f"{path} is not a deepbandits policy file: {exc}") from exc
-    if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{path} is not a deepbandits policy file (format {FORMAT_VERSION})")
+        raise CheckpointError(f"{path} is not a deepbandits policy file: {exc}") from None
+    try:
+        check_checkpoint(state)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{path} is not a valid deepbandits policy file: {exc}") from None
     cls = _CLASSES.get(state["class"])
     if cls is None:
-        raise ValueError(f"{path} holds an unknown policy class {state['class']!r}")
-    policy = cls(**json.loads(state["params"]))
-    policy.load_state_dict(state)
+        raise CheckpointError(f"{path} holds an unknown policy class {state['class']!r}")
+    try:
+        policy = cls(**json.loads(state["params"]))
+    except (DeepBanditsError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{path} holds invalid {cls.__name__} parameters: {exc}") from None
+    try:
+        policy.load_state_dict(state)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
     return policy
 
 
@@ -299,10 +445,10 @@ class Preset:
         name = type(self).__name__
         for key, value in self.fixed_params.items():
             if key in params and params[key] != value:
-                raise ValueError(f"{name} fixes {key}={value!r}, but {params[key]!r} is given")
+                raise InputValueError(f"{name} fixes {key}={value!r}, but {params[key]!r} is given")
         for key, value in self.forbidden_params.items():
             if params.get(key) == value:
-                raise ValueError(f"{name} does not allow {key}={value!r}")
+                raise InputValueError(f"{name} does not allow {key}={value!r}")
 
     def set_params(self, **params: Any) -> Any:
         self._check_preset(params)

@@ -24,6 +24,7 @@ import torch
 
 from deepbandits._convert import as_numpy
 from deepbandits._validation import check_choice, check_int, check_positive
+from deepbandits.errors import InputValueError
 from deepbandits.policies.base import Policy
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.space import ALPHA, Param, log_float
@@ -174,7 +175,7 @@ class KernelUCB(Policy):
         x = X[arm : arm + 1]
         n = len(self.y_)
         if n >= p["max_history"] and p["overflow"] == "error":
-            raise ValueError(
+            raise InputValueError(
                 f"KernelUCB keeps at most max_history={p['max_history']} points and its "
                 "memory grows as their square; raise max_history or use overflow='window'"
             )

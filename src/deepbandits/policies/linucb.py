@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits._validation import (
+    check_bool,
     check_choice,
     check_int,
     check_positive,
@@ -22,6 +23,7 @@ from deepbandits._validation import (
     check_unknown_keys,
 )
 from deepbandits.encoding import BlockContexts, Contexts, same_contexts
+from deepbandits.errors import InputValueError
 from deepbandits.formulas import theory_alpha, variance_floor
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.policies.base import Policy, Preset
@@ -113,7 +115,7 @@ class LinUCB(Policy):
         p = self._params
         if p["alpha"] != "theory":
             if isinstance(p["alpha"], str):
-                raise ValueError(
+                raise InputValueError(
                     f"alpha must be a number >= 0 or 'theory', but {p['alpha']!r} is given"
                 )
             check_positive(p["alpha"], "alpha", allow_zero=True)
@@ -121,11 +123,10 @@ class LinUCB(Policy):
         check_positive(p["R"], "R")
         check_positive(p["delta"], "delta")
         if not p["delta"] < 1:
-            raise ValueError(f"delta must be in (0, 1), but {p['delta']!r} is given")
+            raise InputValueError(f"delta must be in (0, 1), but {p['delta']!r} is given")
         check_positive(p["M"], "M", allow_zero=True)
         check_int(p["refresh_every"], "refresh_every", minimum=1)
-        if not isinstance(p["per_arm"], bool):
-            raise ValueError(f"per_arm must be True or False, but {p['per_arm']!r} is given")
+        check_bool(p["per_arm"], "per_arm")
         check_choice(p["variance"], "variance", VARIANCE_SOURCES)
         self._reward_range = (
             check_reward_range(p["reward_range"]) if p["reward_range"] is not None else None
@@ -136,10 +137,12 @@ class LinUCB(Policy):
         self._schedule: Array | None = None
         if p["variance"] == "schedule":
             if p["schedule"] is None:
-                raise ValueError("variance='schedule' needs schedule (e.g. 'linear:1:0:10000')")
+                raise InputValueError(
+                    "variance='schedule' needs schedule (e.g. 'linear:1:0:10000')"
+                )
             self._schedule = parse_variance_schedule(p["schedule"], p["horizon"], required=False)
         elif p["schedule"] is not None:
-            raise ValueError("schedule is only used with variance='schedule'")
+            raise InputValueError("schedule is only used with variance='schedule'")
 
     # ------------------------------------------------------------------ features
     def _features(self, X: Contexts) -> Array:
@@ -170,7 +173,7 @@ class LinUCB(Policy):
     def _heads(self, X: Contexts) -> NDArray[np.int64] | None:
         if self.by_block_:
             if not isinstance(X, BlockContexts):
-                raise ValueError(
+                raise InputValueError(
                     "this policy was fitted on block-encoded contexts (BlockContexts) and keeps "
                     "one ridge per block; dense contexts cannot be scored"
                 )
@@ -183,7 +186,7 @@ class LinUCB(Policy):
                 self._feature_dim_, n_arms, self._params["lam"], self._params["refresh_every"]
             )
         elif n_arms != self.ridge_.n_heads:
-            raise ValueError(
+            raise InputValueError(
                 f"per_arm=True keeps one model per arm and was fitted with {self.ridge_.n_heads} "
                 f"arms, but {n_arms} arms are given"
             )
@@ -243,13 +246,6 @@ class LinUCB(Policy):
         reward_range: tuple[float, float] | None,
     ) -> None:
         p = self._params
-        rng_ab = (
-            check_reward_range(reward_range) if reward_range is not None else self._reward_range
-        )
-        if rng_ab is not None and not rng_ab[0] <= reward <= rng_ab[1]:
-            raise ValueError(
-                f"reward {reward} is outside the reward range [{rng_ab[0]}, {rng_ab[1]}]"
-            )
         heads = self._heads(X)
         head = 0 if heads is None else int(heads[arm])
         assert self.ridge_ is not None
@@ -265,7 +261,7 @@ class LinUCB(Policy):
             R=p["R"],
             d=self._feature_dim_,
             oracle=sigma2,
-            reward_range=rng_ab,
+            reward_range=reward_range,
             schedule=self._schedule,
             predictive_variance=predictive,
         )

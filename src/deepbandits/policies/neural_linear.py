@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from deepbandits._validation import check_choice, check_int
+from deepbandits._validation import check_bool, check_choice, check_int
 from deepbandits.encoding import Contexts
 from deepbandits.formulas import warmup_prior
 from deepbandits.networks.learner import (
@@ -54,6 +54,13 @@ class NeuralLinearBandit(LinUCB):
     max_grad_norm : float or None, default=10.0
         Clip each minibatch gradient to this global L2 norm (None = no clipping). Without it,
         SGD on large rewards (h2, rewards up to ~60) kills every ReLU of φ in some seeds.
+    max_history : int or None, default=100000
+        Most rounds the network trains on (None = all). Beyond it the history is a reservoir
+        sample, uniform over every round played, drawn with the policy's seed
+        (:class:`~deepbandits.networks.training.History`); a run shorter than the cap (every
+        run of the paper, T ≤ 30,000) is bit for bit the uncapped run. The history takes
+        8·(d + 3) bytes per round (README, "Memory per round"). With ``refit_on_update``, A
+        and b are refitted on the rounds kept.
     refit_on_update : bool, default=False
         Recompute A and b with the new features after each training (False = Algorithm 1,
         where A and b keep the features each round was played with).
@@ -100,6 +107,7 @@ class NeuralLinearBandit(LinUCB):
         lr: float = 1e-2,
         weight_decay: float = 0.0,
         max_grad_norm: float | None = 10.0,
+        max_history: int | None = 100_000,
         refit_on_update: bool = False,
         lam_warmup: bool = True,
         device: str = "cpu",
@@ -120,6 +128,7 @@ class NeuralLinearBandit(LinUCB):
             lr=lr,
             weight_decay=weight_decay,
             max_grad_norm=max_grad_norm,
+            max_history=max_history,
             refit_on_update=refit_on_update,
             lam_warmup=lam_warmup,
             device=device,
@@ -132,8 +141,7 @@ class NeuralLinearBandit(LinUCB):
         check_int(p["feature_dim"], "feature_dim", minimum=1)
         check_choice(p["loss"], "loss", LOSSES)
         for key in ("refit_on_update", "lam_warmup"):
-            if not isinstance(p[key], bool):
-                raise ValueError(f"{key} must be True or False, but {p[key]!r} is given")
+            check_bool(p[key], key)
         self.train_schedule_, self.device_ = check_network_params(p)
 
     def _feature_dim(self, n_features: int) -> int:
@@ -153,6 +161,7 @@ class NeuralLinearBandit(LinUCB):
             params=p,
             device=self.device_,
             generator=self._torch_gen,
+            rng=self._rng,
         )
         self._weight_sum = 0.0
 

@@ -24,6 +24,7 @@ import torch
 
 from deepbandits._validation import check_choice, check_int, check_positive, check_unknown_keys
 from deepbandits.encoding import Contexts
+from deepbandits.errors import InputValueError
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.networks.gradients import (
     diagonal_quadratic_form,
@@ -64,7 +65,7 @@ class NeuralGradientBandit(Policy):
     refresh_every : int, default=500
         ``mode="full"``: rank-one updates between exact re-inversions of Z.
     hidden, n_layers, train_schedule, train_every, train_start, warmup_every, train_steps,
-    batch_size, optimizer, lr, weight_decay, max_grad_norm, device
+    batch_size, optimizer, lr, weight_decay, max_grad_norm, max_history, device
         The network and its training, as in
         :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`; the output is one
         linear unit and m = ``hidden`` in the 1/m scaling.
@@ -126,6 +127,7 @@ class NeuralGradientBandit(Policy):
             params=p,
             device=self.device_,
             generator=self._torch_gen,
+            rng=self._rng,
         )
         self.n_params_ = self.learner_.network.n_params
         self._m = float(p["hidden"])
@@ -133,7 +135,7 @@ class NeuralGradientBandit(Policy):
         self.z_: RidgeState | None = None
         if p["mode"] == "full":
             if self.n_params_ > p["max_full_params"]:
-                raise ValueError(
+                raise InputValueError(
                     f"mode='full' keeps a {self.n_params_} x {self.n_params_} matrix "
                     f"({8 * self.n_params_**2 / 2**30:.1f} GiB) for this network, above "
                     f"max_full_params={p['max_full_params']}; use mode='diag' or a smaller network"

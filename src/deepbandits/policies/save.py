@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
 from deepbandits._validation import check_positive
+from deepbandits.errors import InputValueError
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.policies.base import Preset
 from deepbandits.policies.linucb import Array
@@ -107,14 +108,16 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
         if p["threshold"] is not None:
             check_positive(p["threshold"], "threshold")
             if not p["threshold"] < 1:
-                raise ValueError(f"threshold must be in (0, 1), but {p['threshold']!r} is given")
+                raise InputValueError(
+                    f"threshold must be in (0, 1), but {p['threshold']!r} is given"
+                )
         check_positive(p["beta_scale"], "beta_scale", allow_zero=True)
 
     def _initialize(self, X: Array) -> None:
         super()._initialize(X)
         p = self._params
         if p["threshold"] is None and p["horizon"] is None:
-            raise ValueError(
+            raise InputValueError(
                 "SAVE needs the horizon T (horizon=T) or its threshold α (threshold=...); "
                 "the runner sets horizon to the run's T"
             )

@@ -10,8 +10,8 @@ A policy class lists its main hyperparameters and their ranges as a class attrib
 
 :func:`deepbandits.experiments.tune.tune` searches them with Optuna. Every name is a constructor
 parameter of the class; a preset's ``fixed_params`` (Neural-LinGreedy's ``alpha=0``) are never
-searched. This module imports nothing from the rest of the package, so policies and the tuner can
-both import it.
+searched. This module imports nothing from the rest of the package but its error types, so
+policies and the tuner can both import it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+
+from deepbandits.errors import InputValueError
 
 Choice = bool | int | float | str
 KINDS = ("float", "int", "categorical")
@@ -58,23 +60,27 @@ class Param:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}, but {self.kind!r} is given")
+            raise InputValueError(
+                f"kind must be one of {', '.join(KINDS)}, but {self.kind!r} is given"
+            )
         if self.kind == "categorical":
             if not self.choices:
-                raise ValueError("a categorical parameter needs at least one choice")
+                raise InputValueError("a categorical parameter needs at least one choice")
             if self.low is not None or self.high is not None or self.log:
-                raise ValueError("a categorical parameter takes choices, not low/high/log")
+                raise InputValueError("a categorical parameter takes choices, not low/high/log")
             return
         if self.low is None or self.high is None:
-            raise ValueError(f"a {self.kind} parameter needs low and high")
+            raise InputValueError(f"a {self.kind} parameter needs low and high")
         if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
-            raise ValueError(f"need finite low < high, but low={self.low}, high={self.high}")
+            raise InputValueError(f"need finite low < high, but low={self.low}, high={self.high}")
         if self.log and self.low <= 0:
-            raise ValueError(f"a log-scale range needs low > 0, but low={self.low}")
+            raise InputValueError(f"a log-scale range needs low > 0, but low={self.low}")
         if self.kind == "int" and (self.low != int(self.low) or self.high != int(self.high)):
-            raise ValueError(f"an int parameter needs integer bounds, got {self.low}, {self.high}")
+            raise InputValueError(
+                f"an int parameter needs integer bounds, got {self.low}, {self.high}"
+            )
         if self.choices:
-            raise ValueError(f"a {self.kind} parameter takes low/high, not choices")
+            raise InputValueError(f"a {self.kind} parameter takes low/high, not choices")
 
     def suggest(self, trial: Suggester, name: str) -> Choice:
         """The value of this parameter that ``trial`` (an ``optuna.Trial``) proposes."""
