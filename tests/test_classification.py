@@ -329,7 +329,7 @@ def test_features_with_nan_or_inf_name_the_row_and_column():
     X[5, 0] = np.nan
     with pytest.raises(ValueError, match="row 4, column 2"):
         ClassificationEnv(X, [0, 1] * 3)
-    with pytest.raises(ValueError, match="numeric"):
+    with pytest.raises(TypeError, match="real numbers"):
         ClassificationEnv(np.array([["a", "b"], ["c", "d"]]), [0, 1])
 
 

@@ -331,3 +331,51 @@ def test_a_failed_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
         policy.save(path)
     assert path.read_bytes() == good
     assert [p.name for p in tmp_path.iterdir()] == ["p.pt"]  # no temporary file left
+
+
+# ---------------------------------------------------------------------------- environments
+SYNTHETIC = ["h1", "h2", "h3", "linear"]
+
+
+def _env_cases() -> list[tuple[str, str, Any]]:
+    cases = []
+    for name in SYNTHETIC:
+        for key, default in db.make_env(name).get_params().items():
+            if key != "seed" and isinstance(default, int | float) and not isinstance(default, bool):
+                cases += [(name, key, value) for value in ("1", True, 1j, math.nan, -1)]
+    return cases
+
+
+@pytest.mark.parametrize(("name", "key", "value"), _env_cases())
+def test_environment_parameters_are_checked(name, key, value):
+    with pytest.raises(db.DeepBanditsError, match=key):
+        db.make_env(name, **{key: value})
+
+
+@pytest.mark.parametrize("seed", [-1, "0", 1.5, True, 2**70])
+def test_bad_seeds_are_refused_everywhere(seed):
+    X, y = np.random.default_rng(0).standard_normal((8, 2)), [0, 1] * 4
+    for make in (
+        lambda: db.make_env("h1", seed=seed),
+        lambda: db.make_env("h1").reset(seed=seed),
+        lambda: db.make_env("classification", X=X, y=y, seed=seed),
+        lambda: db.make_policy("linucb").reset(seed=seed),
+    ):
+        with pytest.raises(db.DeepBanditsError, match="seed"):
+            make()
+
+
+def test_environment_calls_out_of_order_or_out_of_range():
+    X, y = np.random.default_rng(0).standard_normal((8, 2)), [0, 1] * 4
+    for env in (db.make_env("h1"), db.make_env("classification", X=X, y=y)):
+        with pytest.raises(db.CallOrderError, match="next_round"):
+            env.reward(0)
+        env.next_round()
+        for arm in (-1, 99, "0", 1.0):
+            with pytest.raises(db.DeepBanditsError, match="arm"):
+                env.reward(arm)
+    with pytest.raises(db.InputValueError, match="noise_std"):
+        db.make_env("h1", noise_std=-1.0)
+    for bad in ([["a", "b"]] * 8, np.ones((8, 2)) * 1j):
+        with pytest.raises(db.InputTypeError, match="X must be"):
+            db.make_env("classification", X=bad, y=y)

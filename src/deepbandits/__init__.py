@@ -24,6 +24,7 @@ from deepbandits.envs import (
     make_env,
 )
 from deepbandits.errors import (
+    CallOrderError,
     CheckpointError,
     CheckpointNotFoundError,
     ConcurrentUseError,
@@ -57,6 +58,7 @@ from deepbandits.policies import (
 __all__ = [
     "BlockContexts",
     "BootstrappedNN",
+    "CallOrderError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "ClassificationEnv",

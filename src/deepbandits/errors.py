@@ -14,6 +14,7 @@ turns any of them into a one-paragraph message and exit status 2.
 ``DataNotFoundError``       a data file that is missing (also a ``FileNotFoundError``)
 ``CheckpointError``         a saved policy that cannot be read or does not fit the receiver
 ``CheckpointNotFoundError`` a saved policy file that does not exist
+``CallOrderError``          a call made before the one it depends on
 ``ConcurrentUseError``      an output folder already in use by another process
 =========================== =========================================================
 """
@@ -49,11 +50,16 @@ class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
     """A saved policy file that does not exist."""
 
 
+class CallOrderError(DeepBanditsError, RuntimeError):
+    """A call made before the call it depends on (``reward`` before ``next_round``)."""
+
+
 class ConcurrentUseError(DeepBanditsError, RuntimeError):
     """An output folder locked by another running process."""
 
 
 __all__ = [
+    "CallOrderError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "ConcurrentUseError",

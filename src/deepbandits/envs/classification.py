@@ -40,10 +40,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from deepbandits._validation import check_arm, check_choice, check_int
+from deepbandits._validation import check_arm, check_bool, check_choice, check_int, check_seed
 from deepbandits.datasets import load_dataset
 from deepbandits.encoding import block_encode
 from deepbandits.envs.base import Environment, Holdout, Round
+from deepbandits.errors import CallOrderError, InputTypeError, InputValueError
 
 ENCODINGS = ("block", "dense")
 
@@ -98,10 +99,10 @@ _CHUNK_VALUES = 1 << 20
 
 
 def check_removed_keywords(params: dict[str, Any] | Any) -> None:
-    """Raise ``ValueError`` saying what replaces a removed keyword (``normalize``)."""
+    """Raise ``InputValueError`` saying what replaces a removed keyword (``normalize``)."""
     for key in params:
         if key in REMOVED_KEYWORDS:
-            raise ValueError(REMOVED_KEYWORDS[key])
+            raise InputValueError(REMOVED_KEYWORDS[key])
 
 
 def _chunks(n: int, n_columns: int) -> range:
@@ -109,7 +110,7 @@ def _chunks(n: int, n_columns: int) -> range:
 
 
 def check_finite_features(X: NDArray[Any]) -> None:
-    """Raise ``ValueError`` naming the first (row, column) of ``X`` that is NaN or inf."""
+    """Raise ``InputValueError`` naming the first (row, column) of ``X`` that is NaN or inf."""
     if not np.issubdtype(X.dtype, np.inexact):
         return
     step = max(1, _CHUNK_VALUES // max(X.shape[1], 1))
@@ -118,7 +119,7 @@ def check_finite_features(X: NDArray[Any]) -> None:
         if not finite.all():
             row, col = np.argwhere(~finite)[0]
             value = X[start + row, col]
-            raise ValueError(
+            raise InputValueError(
                 f"X contains NaN or inf: first at row {start + row}, column {col} ({value})"
             )
 
@@ -193,19 +194,19 @@ def _as_labels(y: ArrayLike) -> NDArray[Any]:
 def encode_labels(y: ArrayLike, n: int) -> tuple[NDArray[Any], NDArray[np.int64]]:
     """The distinct labels of ``y`` in sorted order and each row's index among them.
 
-    Raises ``ValueError`` for a missing label (None, NaN, pandas NA; the first bad row is
+    Raises ``InputValueError`` for a missing label (None, NaN, pandas NA; the first bad row is
     named, and a missing value never becomes an arm of its own), for labels of types that
     cannot be ordered together (``1`` and ``"a"``), and for fewer than two distinct labels.
     """
     labels_in = _as_labels(y)
     if labels_in.ndim != 1 or len(labels_in) != n:
-        raise ValueError(
+        raise InputValueError(
             f"y must be 1-d with one label per row of X ({n}), got shape {labels_in.shape}"
         )
     missing = _missing(labels_in)
     if missing.any():
         row = int(np.argmax(missing))
-        raise ValueError(
+        raise InputValueError(
             f"y has {int(missing.sum())} missing label(s) (None or NaN); the first at row {row}. "
             "Drop or label those rows: a missing label cannot be an arm"
         )
@@ -213,12 +214,12 @@ def encode_labels(y: ArrayLike, n: int) -> tuple[NDArray[Any], NDArray[np.int64]
         classes, labels = np.unique(labels_in, return_inverse=True)
     except TypeError as exc:
         types = sorted({type(v).__name__ for v in labels_in.tolist()})
-        raise ValueError(
+        raise InputValueError(
             f"y mixes label types that cannot be sorted together ({', '.join(types)}); "
             "convert the labels to one type (e.g. all strings)"
         ) from exc
     if len(classes) < 2:
-        raise ValueError(f"y has {len(classes)} distinct label(s); a bandit needs >= 2")
+        raise InputValueError(f"y has {len(classes)} distinct label(s); a bandit needs >= 2")
     return classes, labels.reshape(-1).astype(np.int64)
 
 
@@ -259,7 +260,7 @@ class ClassificationEnv(Environment):
     seed : int, optional
         Seed of the sample order.
     **removed
-        Keywords of earlier versions: ``normalize`` raises ``ValueError`` saying which
+        Keywords of earlier versions: ``normalize`` raises ``InputValueError`` saying which
         ``preprocess`` replaces it (``"l2"`` for True, ``"none"`` for False).
 
     Attributes
@@ -284,7 +285,7 @@ class ClassificationEnv(Environment):
     ) -> None:
         check_removed_keywords(removed)
         if removed:
-            raise TypeError(
+            raise InputTypeError(
                 f"ClassificationEnv got unexpected keyword argument(s) {', '.join(removed)}"
             )
         X = np.asarray(X)
@@ -294,20 +295,20 @@ class ClassificationEnv(Environment):
                 np.issubdtype(X.dtype, np.number) and not np.issubdtype(X.dtype, np.complexfloating)
             )
         ):
-            raise ValueError(f"X must be a 2-d numeric array [n, D], got {X.dtype} {X.shape}")
+            raise InputTypeError(
+                f"X must be a 2-d array of real numbers [n, D], but {X.dtype} {X.shape} is given"
+            )
         if len(X) == 0:
-            raise ValueError("X has no samples")
+            raise InputValueError("X has no samples")
         check_finite_features(X)
         self.classes_, self.labels = encode_labels(y, len(X))
         self.X = X
         self.n_arms = len(self.classes_)
         self.encoding = check_choice(encoding, "encoding", ENCODINGS)
         self.preprocess = check_choice(preprocess, "preprocess", PREPROCESSING)
-        if not isinstance(dynamic_range, bool):
-            raise ValueError(f"dynamic_range must be True or False, got {dynamic_range!r}")
-        self.dynamic_range = dynamic_range
+        self.dynamic_range = check_bool(dynamic_range, "dynamic_range")
         self.horizon = check_int(horizon, "horizon", minimum=1)
-        self.seed = seed
+        self.seed = check_seed(seed)
         self.mean_: NDArray[np.float64] | None = None
         self.scale_: NDArray[np.float64] | None = None
         if self.preprocess.startswith("standardize"):
@@ -393,7 +394,7 @@ class ClassificationEnv(Environment):
 
     def reset(self, seed: int | None = None) -> ClassificationEnv:
         if seed is not None:
-            self.seed = seed
+            self.seed = check_seed(seed)
         self._rng = np.random.default_rng(self.seed)
         self._order = self._rng.permutation(len(self.X))
         self.t = 0
@@ -409,7 +410,7 @@ class ClassificationEnv(Environment):
         with the statistics of its X; returns a new float64 array."""
         out = np.array(x, dtype=np.float64)
         if out.ndim not in (1, 2) or out.shape[-1] != self.X.shape[1]:
-            raise ValueError(f"samples must have {self.X.shape[1]} features, got {out.shape}")
+            raise InputValueError(f"samples must have {self.X.shape[1]} features, got {out.shape}")
         return self._preprocess(out)
 
     def sample(self, i: int) -> NDArray[np.float64]:
@@ -436,7 +437,7 @@ class ClassificationEnv(Environment):
         n = check_int(n, "n", minimum=1)
         order = np.random.default_rng(self.seed).permutation(len(self.X))
         if n >= len(order):
-            raise ValueError(f"a hold-out set of {n} needs more than the {len(order)} samples")
+            raise InputValueError(f"a hold-out set of {n} needs more than the {len(order)} samples")
         contexts, expected = [], np.zeros((n, self.n_arms))
         for row, i in enumerate(order[-n:]):
             X = block_encode(self.sample(int(i)), self.n_arms)
@@ -465,5 +466,5 @@ class ClassificationEnv(Environment):
 
     def reward(self, arm: int) -> float:
         if self._label is None:
-            raise RuntimeError("call next_round() before reward()")
+            raise CallOrderError("call next_round() before reward()")
         return float(self._expected[check_arm(arm, self.n_arms)])

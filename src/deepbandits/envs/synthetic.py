@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deepbandits._validation import check_arm, check_choice, check_int, check_positive
+from deepbandits._validation import check_arm, check_choice, check_int, check_positive, check_seed
 from deepbandits.envs.base import Environment, Holdout, Round
+from deepbandits.errors import CallOrderError
 
 REWARD_FUNCTIONS = ("h1", "h2", "h3", "linear")
 NOISES = ("uniform", "rising", "falling", "fixed")
@@ -84,7 +85,7 @@ class SyntheticEnv(Environment):
         self.noise_std = check_positive(noise_std, "noise_std", allow_zero=True)
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self.truncate = check_positive(truncate, "truncate")
-        self.seed = seed
+        self.seed = check_seed(seed)
         self.reset(seed)
 
     def get_params(self) -> dict[str, Any]:
@@ -101,7 +102,7 @@ class SyntheticEnv(Environment):
 
     def reset(self, seed: int | None = None) -> SyntheticEnv:
         if seed is not None:
-            self.seed = seed
+            self.seed = check_seed(seed)
         ss = np.random.SeedSequence(self.seed)
         param_seq, stream_seq = ss.spawn(2)
         prng = np.random.default_rng(param_seq)
@@ -210,7 +211,7 @@ class SyntheticEnv(Environment):
 
     def reward(self, arm: int) -> float:
         if self._current is None:
-            raise RuntimeError("call next_round() before reward()")
+            raise CallOrderError("call next_round() before reward()")
         i = self._current
         arm = check_arm(arm, self.n_arms)
         return float(self._expected[i, arm] + self._noise[i])
