@@ -27,6 +27,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._io import write_atomic
+from deepbandits.errors import DataError, DataNotFoundError
 from deepbandits.experiments.runner import RunResult
 from deepbandits.metrics import (
     DEFAULT_LEVELS,
@@ -78,19 +79,20 @@ def find_comparisons(root: str | Path) -> list[Path]:
     """Folders under ``root`` (``root`` included) whose sub-folders hold runs."""
     root = Path(root)
     if not root.is_dir():
-        raise ValueError(f"results folder {root} does not exist")
+        raise DataNotFoundError(f"results folder {root} does not exist")
     return sorted({p.parent.parent for p in root.rglob("seed_*.json")})
 
 
 def load_run(stem: Path) -> RunResult:
-    """A run's files, or a ValueError that names the one that cannot be read."""
+    """A run's files, or a :class:`~deepbandits.errors.DataError` naming the one that cannot be
+    read."""
     try:
         run = RunResult.load(stem)
     except (OSError, ValueError) as exc:  # JSON and CSV parse errors are ValueErrors
-        raise ValueError(f"cannot read the run {stem} (.csv/.json/.holdout.csv): {exc}") from exc
+        raise DataError(f"cannot read the run {stem} (.csv/.json/.holdout.csv): {exc}") from None
     missing = {"t", "reward", "cum_regret", "mean", "width"} - set(run.records.columns)
     if missing:
-        raise ValueError(f"the run {stem}.csv lacks the columns {sorted(missing)}")
+        raise DataError(f"the run {stem}.csv lacks the columns {sorted(missing)}")
     return run
 
 

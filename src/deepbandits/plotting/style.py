@@ -5,6 +5,7 @@ separates them, legends outside the axes so they never hide data."""
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import Any, ParamSpec, TypeVar
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from deepbandits._io import write_atomic
 
 #: Okabe–Ito colours, black first.
 PALETTE = ("#000000", "#E69F00", "#0072B2", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442")
@@ -121,10 +124,11 @@ def title_above(fig: Figure, title: str) -> None:
 
 
 def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
-    """Write ``<stem>.png`` (150 dpi) and ``<stem>.svg``; return both paths."""
+    """Write ``<stem>.png`` (150 dpi) and ``<stem>.svg`` atomically; return both paths."""
     stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_name(stem.name + ext) for ext in (".png", ".svg")]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
+    for path, options in zip(paths, ({"dpi": 150}, {"metadata": {"Date": None}}), strict=True):
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=path.suffix[1:], bbox_inches="tight", **options)
+        write_atomic(path, buffer.getvalue())
     return paths
