@@ -379,3 +379,24 @@ def test_environment_calls_out_of_order_or_out_of_range():
     for bad in ([["a", "b"]] * 8, np.ones((8, 2)) * 1j):
         with pytest.raises(db.InputTypeError, match="X must be"):
             db.make_env("classification", X=bad, y=y)
+
+
+@pytest.mark.parametrize(
+    "name", ["neural-linucb", "neural-sigma2-linucb", "neural-ucb", "bootstrapped-nn"]
+)
+def test_a_diverging_training_is_undone_and_never_poisons_the_policy(name):
+    """Contexts and rewards of scale 1e12, no gradient clipping: the first trainings blow up;
+    each is undone with a warning, and the policy keeps scoring every arm with finite numbers."""
+    small = {"hidden": 16, "train_start": 10, "train_every": 5, "warmup_every": 5}
+    extra = {"n_models": 2} if name == "bootstrapped-nn" else {}
+    policy = db.make_policy(name, seed=0, max_grad_norm=None, train_steps=10, **small, **extra)
+    rng = np.random.default_rng(0)
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        for _ in range(30):
+            X = rng.standard_normal((K, D)) * 1e12
+            arm = policy.select(X)
+            policy.update(X, arm, float(rng.standard_normal()) * 1e12, reward_range=(-1e13, 1e13))
+    mean, width = policy.predict(rng.standard_normal((K, D)))
+    assert np.isfinite(mean).all() and np.isfinite(width).all()
+    learners = getattr(policy, "members_", None) or [policy.learner_]
+    assert sum(learner.n_diverged for learner in learners) > 0

@@ -33,6 +33,7 @@ from deepbandits.errors import (
     DeepBanditsError,
     InputTypeError,
     InputValueError,
+    NumericalError,
 )
 from deepbandits.experiments import RunResult, TuneResult, compare, run, tune
 from deepbandits.linalg import RidgeState
@@ -79,6 +80,7 @@ __all__ = [
     "NeuralSigma2LinUCB",
     "NeuralTS",
     "NeuralUCB",
+    "NumericalError",
     "Policy",
     "RidgeState",
     "Round",

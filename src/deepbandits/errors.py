@@ -15,6 +15,7 @@ turns any of them into a one-paragraph message and exit status 2.
 ``CheckpointError``         a saved policy that cannot be read or does not fit the receiver
 ``CheckpointNotFoundError`` a saved policy file that does not exist
 ``CallOrderError``          a call made before the one it depends on
+``NumericalError``          a result that is not finite although the inputs were valid
 ``ConcurrentUseError``      an output folder already in use by another process
 =========================== =========================================================
 """
@@ -54,6 +55,10 @@ class CallOrderError(DeepBanditsError, RuntimeError):
     """A call made before the call it depends on (``reward`` before ``next_round``)."""
 
 
+class NumericalError(DeepBanditsError, ArithmeticError):
+    """A computation whose result is not finite although its inputs were valid."""
+
+
 class ConcurrentUseError(DeepBanditsError, RuntimeError):
     """An output folder locked by another running process."""
 
@@ -68,4 +73,5 @@ __all__ = [
     "DeepBanditsError",
     "InputTypeError",
     "InputValueError",
+    "NumericalError",
 ]

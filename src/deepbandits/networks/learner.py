@@ -7,7 +7,9 @@ parameters they share are checked once by :func:`check_network_params`.
 
 from __future__ import annotations
 
+import copy
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -139,6 +141,7 @@ class NetworkLearner:
             in_dim, max_history=None if max_history is None else int(max_history), rng=rng
         )
         self.n_trainings = 0
+        self.n_diverged = 0
         self.last_loss = math.nan
 
     def forward(self, X: Contexts) -> NDArray[np.float64]:
@@ -160,8 +163,15 @@ class NetworkLearner:
         generator: torch.Generator,
         steps: int | None = None,
     ) -> float:
-        """Train on the whole history with the head θ (and A⁻¹) fixed; the last minibatch loss."""
+        """Train on the whole history with the head θ (and A⁻¹) fixed; the last minibatch loss.
+
+        A training that diverges (a non-finite loss or weight: contexts or rewards of a scale the
+        learning rate cannot take) is undone: the network and the optimizer go back to their
+        state before it, a ``RuntimeWarning`` says so, and :attr:`n_diverged` counts it. One bad
+        training never leaves NaN weights behind.
+        """
         check_choice(loss, "loss", LOSSES)
+        before = copy.deepcopy((self.network.state_dict(), self.optimizer.state_dict()))
         self.last_loss = train_feature_map(
             self.network,
             self.history,
@@ -175,6 +185,19 @@ class NetworkLearner:
             max_grad_norm=self.max_grad_norm,
         )
         self.n_trainings += 1
+        finite = math.isfinite(self.last_loss) and all(
+            bool(torch.isfinite(w).all()) for w in self.network.parameters()
+        )
+        if not finite:
+            self.network.load_state_dict(before[0])
+            self.optimizer.load_state_dict(before[1])
+            self.n_diverged += 1
+            warnings.warn(
+                f"network training {self.n_trainings} diverged (loss {self.last_loss}) and was "
+                "undone; standardise the contexts and rewards, lower lr or set max_grad_norm",
+                RuntimeWarning,
+                stacklevel=3,
+            )
         return self.last_loss
 
     def train_reward_model(self, schedule: TrainSchedule, generator: torch.Generator) -> float:
@@ -187,6 +210,7 @@ class NetworkLearner:
             "optimizer": self.optimizer.state_dict(),
             "history": self.history.state_dict(),
             "n_trainings": self.n_trainings,
+            "n_diverged": self.n_diverged,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -194,3 +218,4 @@ class NetworkLearner:
         self.optimizer.load_state_dict(state["optimizer"])
         self.history.load_state_dict(state["history"])
         self.n_trainings = int(state["n_trainings"])
+        self.n_diverged = int(state.get("n_diverged", 0))

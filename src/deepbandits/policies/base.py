@@ -35,6 +35,7 @@ from deepbandits.errors import (
     CheckpointNotFoundError,
     DeepBanditsError,
     InputValueError,
+    NumericalError,
 )
 
 FORMAT_VERSION = 1
@@ -194,6 +195,11 @@ class Policy(ABC):
         with self._all_or_nothing():
             X = self._check(contexts)
             index = self._index(X)
+            if np.isnan(index).any():
+                raise NumericalError(
+                    f"{type(self).__name__} scored an arm NaN; its state is not finite (contexts "
+                    "or rewards too large for its settings?)"
+                )
             best = np.flatnonzero(index == index.max())
             return int(best[0] if len(best) == 1 else self._rng.choice(best))
 
