@@ -1,4 +1,4 @@
-"""The neural policies' training history and its cap ``max_history`` (a reservoir sample)."""
+"""The neural policies' training history and its cap ``max_history`` (a sliding window)."""
 
 import numpy as np
 import pytest
@@ -66,7 +66,7 @@ def learned(policy):
 
 def test_history_never_exceeds_its_cap_and_stops_reallocating():
     cap, d = 50, 3
-    hist = History(d, max_history=cap, rng=np.random.default_rng(0), capacity=4)
+    hist = History(d, max_history=cap, capacity=4)
     buffer = None
     for t in range(1, 400):
         hist.append(np.full(d, float(t)), float(t), 1.0, 0)
@@ -91,27 +91,37 @@ def test_uncapped_history_grows_by_doubling():
     assert sizes == {4, 8, 16, 32, 64, 128} and hist.size == 100
 
 
-def test_reservoir_keeps_a_uniform_sample_of_all_rounds():
-    """Each of 60 rounds is kept with probability 6/60 (a window would keep only the last 6):
-    over 1500 independent histories the counts pass a χ² test with a wide margin, and early
-    and late rounds are kept equally often."""
-    n, cap, reps = 60, 6, 1500
-    counts = np.zeros(n)
-    for seed in range(reps):
-        hist = History(1, max_history=cap, rng=np.random.default_rng(seed))
-        for t in range(n):
-            hist.append(np.zeros(1), float(t), 1.0, 0)
-        counts[hist.view()[1].astype(int)] += 1
-    expected = reps * cap / n
-    chi2 = ((counts - expected) ** 2 / expected).sum()
-    assert chi2 < (n - 1) + 5 * np.sqrt(2 * (n - 1))  # mean n − 1, sd √(2(n − 1))
-    first, last = counts[: n // 2].sum(), counts[n // 2 :].sum()
-    assert abs(first - last) < 0.1 * (first + last)
+def test_window_keeps_exactly_the_last_rounds_in_a_ring():
+    cap = 7
+    hist = History(1, max_history=cap)
+    for t in range(1, 40):
+        hist.append(np.array([float(t)]), float(t), 1.0, 0)
+        kept = hist.view()[1]
+        np.testing.assert_array_equal(np.sort(kept), np.arange(max(1, t - cap + 1), t + 1))
+        assert kept[(t - 1) % cap] == t  # the ring's position is the count of rounds added
+
+
+def test_window_round_trips_through_its_state_after_turning():
+    """save → load → continue equals continuing, the ring's position included."""
+    rng = np.random.default_rng(0)
+    a = History(3, max_history=5)
+    for _ in range(13):
+        a.append(rng.standard_normal(3), float(rng.standard_normal()), 1.0, 0)
+    b = History(3, max_history=5)
+    b.load_state_dict(a.state_dict())
+    assert_same(b.state_dict(), a.state_dict())
+    for _ in range(4):
+        x, r = rng.standard_normal(3), float(rng.standard_normal())
+        a.append(x, r, 0.5, 1)
+        b.append(x, r, 0.5, 1)
+    assert_same(b.state_dict(), a.state_dict())
+    with pytest.raises(CheckpointError, match="dropped"):
+        History(3, max_history=9).load_state_dict(a.state_dict())
 
 
 def test_capped_block_history_keeps_each_block_with_its_index():
     K, D, cap = 4, 3, 10
-    hist = History(K * D, max_history=cap, rng=np.random.default_rng(1))
+    hist = History(K * D, max_history=cap)
     for t in range(50):
         slot = t % K
         hist.append(BlockContexts(np.full((1, D), float(slot)), np.array([slot]), K), 0.0, 1.0, 0)
@@ -142,7 +152,7 @@ def test_run_that_never_exceeds_the_cap_is_the_uncapped_run(name, params):
 @pytest.mark.parametrize(("name", "params"), NEURAL_CASES)
 def test_capped_policy_keeps_its_cap_and_saves_and_loads_after_the_cap(name, params, tmp_path):
     """Past the cap every history holds exactly ``max_history`` rounds; save → load → continue
-    equals continuing, reservoir counters included."""
+    equals continuing, the ring's position included."""
     cap = 30
     env = db.make_env("h1", d=5, seed=2)
     policy = db.make_policy(name, seed=3, max_history=cap, **params)
@@ -167,7 +177,7 @@ def test_loading_more_rounds_than_the_cap_is_refused_and_changes_nothing():
     big = History(2)
     for t in range(20):
         big.append(rng.standard_normal(2), float(t), 1.0, 0)
-    small = History(2, max_history=10, rng=rng)
+    small = History(2, max_history=10)
     small.append(np.ones(2), 7.0, 1.0, 0)
     before = small.state_dict()
     with pytest.raises(CheckpointError, match="max_history=10"):

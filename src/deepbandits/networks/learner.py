@@ -111,9 +111,6 @@ class NetworkLearner:
         The policy's parameters (:data:`NETWORK_PARAMS` keys are read).
     generator : torch.Generator
         Source of the initial weights and of the minibatches.
-    rng : numpy.random.Generator
-        The policy's generator: it draws the reservoir sample of a history capped by
-        ``max_history`` (:class:`~deepbandits.networks.training.History`).
     """
 
     def __init__(
@@ -125,7 +122,6 @@ class NetworkLearner:
         params: dict[str, Any],
         device: torch.device,
         generator: torch.Generator,
-        rng: np.random.Generator,
     ) -> None:
         self.network = MLP(
             in_dim, params["hidden"], params["n_layers"], out_dim, generator, output_activation
@@ -138,7 +134,7 @@ class NetworkLearner:
         )
         max_history = params["max_history"]
         self.history = History(
-            in_dim, max_history=None if max_history is None else int(max_history), rng=rng
+            in_dim, max_history=None if max_history is None else int(max_history)
         )
         self.n_trainings = 0
         self.n_diverged = 0

@@ -30,19 +30,16 @@ MIN_VARIANCE = 1e-6
 
 
 class History:
-    """The rounds a network trains on: every round played, or a uniform sample of at most
-    ``max_history`` of them.
+    """The rounds a network trains on: every round played, or the last ``max_history`` of them.
 
     Each round is added as it is played (never only on training rounds). Below the cap the
     buffers grow by doubling, never beyond the cap, so the network trains on the whole history
-    as in Algorithm 1. At the cap they stay one fixed block of ``max_history`` rows, written in
-    place, and the history is a reservoir sample (Vitter's Algorithm R): the n-th round replaces
-    a uniformly drawn row with probability ``max_history``/n, so the rows kept are at every
-    moment a uniform sample of all rounds added, and a minibatch index drawn uniformly over the
-    rows picks each past round with probability 1/n, as training on the whole history does. The
-    draws come from ``rng`` (the policy's own generator, so runs stay deterministic and the
-    policy's state covers them) and start only at the cap: a run that never reaches it is the
-    uncapped run, bit for bit. Once the cap is reached the rows are not in time order.
+    as in Algorithm 1. At the cap they stay one fixed block of ``max_history`` rows, a ring: each
+    new round overwrites the oldest one (a sliding window, as KernelUCB's ``max_history``), in
+    row ``seen % max_history``, so the ring's position is the count of rounds added. Nothing is
+    drawn at random: a run that never exceeds the cap is the uncapped run, bit for bit, and one
+    that does differs only by what the network trains on. Once the ring has turned, the rows are
+    not in time order (training draws them uniformly, so order does not matter).
 
     Block-encoded contexts (:class:`~deepbandits.encoding.BlockContexts`) are kept as their
     non-zero block and its index: D + 1 numbers per round instead of K·D.
@@ -55,16 +52,12 @@ class History:
         dim: int,
         *,
         max_history: int | None = None,
-        rng: np.random.Generator | None = None,
         capacity: int = 1024,
     ) -> None:
-        if max_history is not None and rng is None:
-            raise InputValueError("a history with max_history set needs a generator rng")
         self.dim = dim
         self.max_history = max_history
-        self.rng = rng
         self.size = 0
-        self.seen = 0  # rounds added, kept or not: the reservoir's n
+        self.seen = 0  # rounds added, kept or overwritten since: the ring's position
         self._allocate(capacity, None)
 
     def _allocate(self, capacity: int, n_blocks: int | None) -> None:
@@ -98,17 +91,15 @@ class History:
             grown[: len(old)] = old
             setattr(self, name, grown)
 
-    def _row(self) -> int | None:
-        """The row the next round goes to (None: the reservoir does not keep it)."""
+    def _row(self) -> int:
+        """The row the next round goes to: the end, or at the cap the oldest round's row."""
         self.seen += 1
         if self.max_history is None or self.size < self.max_history:
             if self.size == len(self.rewards):
                 self._grow()
             self.size += 1
             return self.size - 1
-        assert self.rng is not None
-        j = int(self.rng.integers(self.seen))
-        return j if j < self.max_history else None
+        return (self.seen - 1) % self.max_history
 
     def append(self, context: Contexts, reward: float, weight: float, head: int) -> None:
         """Add one round; ``context`` is a 1-d array or a one-row ``BlockContexts``."""
@@ -122,8 +113,6 @@ class History:
         if block and self.n_blocks is None:
             context, block = context.dense()[0], False
         i = self._row()
-        if i is None:
-            return
         if block:
             self.contexts[i] = context.blocks[0]
             self.slots[i] = context.slots[0]
@@ -142,7 +131,7 @@ class History:
         return X, self.rewards[:n], self.weights[:n], self.heads[:n]
 
     def state_dict(self) -> dict[str, Any]:
-        """The rows kept, in buffer order, and the number of rounds added (the reservoir's n)."""
+        """The rows kept, in buffer order, and the number of rounds added (the ring's position)."""
         n = self.size
         state: dict[str, Any] = {name: getattr(self, name)[:n].copy() for name in self._arrays()}
         state.update(dim=self.dim, seen=self.seen)
@@ -151,11 +140,11 @@ class History:
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Replace the rows by those of ``state``, keeping this history's cap and generator.
+        """Replace the rows and the ring's position by those of ``state``; the cap stays.
 
         Raises :class:`~deepbandits.errors.CheckpointError`, and changes nothing, when ``state``
-        holds more rows than ``max_history``, rows of another context dimension or fields of
-        different lengths.
+        holds more rows than ``max_history``, a window that has dropped rounds but is not full at
+        this ``max_history``, rows of another context dimension or fields of different lengths.
         """
         n_blocks = None if state.get("n_blocks") is None else int(state["n_blocks"])
         names = ("contexts", *self._FIELDS, *(("slots",) if n_blocks is not None else ()))
@@ -183,6 +172,11 @@ class History:
             )
         if seen < n:
             problems.append(f"{seen} rounds added cannot leave {n} rows")
+        elif seen > n and n != self.max_history:
+            problems.append(
+                f"{seen - n} of {seen} rounds were dropped from a window of {n}, but this "
+                f"policy's max_history is {self.max_history}"
+            )
         if problems:
             raise CheckpointError(
                 f"the saved training history does not fit this policy (contexts of dimension "

@@ -72,7 +72,6 @@ class BootstrappedNN(Policy):
                 params=self._params,
                 device=self.device_,
                 generator=self._torch_gen,
-                rng=self._rng,
             )
             for _ in range(self._params["n_models"])
         ]

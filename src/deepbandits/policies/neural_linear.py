@@ -55,12 +55,12 @@ class NeuralLinearBandit(LinUCB):
         Clip each minibatch gradient to this global L2 norm (None = no clipping). Without it,
         SGD on large rewards (h2, rewards up to ~60) kills every ReLU of φ in some seeds.
     max_history : int or None, default=100000
-        Most rounds the network trains on (None = all). Beyond it the history is a reservoir
-        sample, uniform over every round played, drawn with the policy's seed
-        (:class:`~deepbandits.networks.training.History`); a run shorter than the cap (every
-        run of the paper, T ≤ 30,000) is bit for bit the uncapped run. The history takes
-        8·(d + 3) bytes per round (README, "Memory per round"). With ``refit_on_update``, A
-        and b are refitted on the rounds kept.
+        Most rounds the network trains on (None = all): beyond it, the last ``max_history``
+        rounds (a sliding window, :class:`~deepbandits.networks.training.History`). A run that
+        never exceeds it (every run of the paper, T ≤ 30,000) is bit for bit the uncapped run.
+        The history takes 8·(d + 3) bytes per round, 8·(D + 4) for block-encoded contexts
+        (README, "Memory per round"). With ``refit_on_update``, A and b are refitted on the
+        rounds kept.
     refit_on_update : bool, default=False
         Recompute A and b with the new features after each training (False = Algorithm 1,
         where A and b keep the features each round was played with).
@@ -161,7 +161,6 @@ class NeuralLinearBandit(LinUCB):
             params=p,
             device=self.device_,
             generator=self._torch_gen,
-            rng=self._rng,
         )
         self._weight_sum = 0.0
 

@@ -127,7 +127,6 @@ class NeuralGradientBandit(Policy):
             params=p,
             device=self.device_,
             generator=self._torch_gen,
-            rng=self._rng,
         )
         self.n_params_ = self.learner_.network.n_params
         self._m = float(p["hidden"])
