@@ -197,10 +197,6 @@ class MLP(nn.Module):
                     layer.bias.uniform_(-bound, bound, generator=generator)
 
     @property
-    def feature_dim(self) -> int:
-        return self.layers[-1].out_features
-
-    @property
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
