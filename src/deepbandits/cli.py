@@ -39,7 +39,12 @@ from deepbandits.experiments.paper import (
 from deepbandits.experiments.report import build_report
 from deepbandits.experiments.specs import format_seeds, parse_seeds, split_specs
 from deepbandits.experiments.tune import tune
-from deepbandits.policies import CONFIGURATIONS, distinct_policy_names, policy_names
+from deepbandits.policies import (
+    CONFIGURATIONS,
+    distinct_policy_names,
+    parameter_table,
+    policy_names,
+)
 
 #: Exceptions caused by what the user gave or by the machine's files and folders: reported in
 #: one paragraph with exit status 2. Anything else is a bug of the library.
@@ -48,7 +53,8 @@ MATCHED = "matched"  # reproduce NAME of the matched protocol
 DEMO_POLICIES = ["linucb", "neural-lingreedy", "neural-linucb", "neural-sigma2-linucb"]
 SPEC_HELP = (
     "registry name with optional parameters, NAME[:key=value,key=value], the keywords of "
-    "make_policy / make_env (lists in brackets: reward_range=[0,1])"
+    "make_policy / make_env (lists in brackets: reward_range=[0,1]); 'deepbandits list "
+    "--params NAME' lists a policy's parameters"
 )
 
 
@@ -330,10 +336,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_tune.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
-    sub.add_parser(
+    p_list = sub.add_parser(
         "list",
         help="list registered policies and environments",
         description="Print the registry names accepted by --policy and --env.",
+    )
+    p_list.add_argument(
+        "--params",
+        metavar="POLICY",
+        default=None,
+        help="print instead every parameter of POLICY (a name or configuration): its default, "
+        "type and range, and meaning",
     )
     return parser
 
@@ -399,7 +412,19 @@ def save_crash_report(exc: BaseException, argv: list[str]) -> Path | None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    """``deepbandits list``: the registry names, configurations and paper experiments."""
+    """``deepbandits list``: the registry names, configurations and paper experiments; with
+    ``--params NAME``, the parameters of policy NAME."""
+    if args.params is not None:
+        rows = [
+            ("parameter", "default", "type and range", "meaning"),
+            *parameter_table(args.params),
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        print(f"parameters of {args.params} (set as NAME:key=value):")
+        for row in rows:
+            cells = [c.ljust(w) for c, w in zip(row, widths, strict=False)]
+            print("  " + "  ".join([*cells, row[3]]))
+        return 0
     print("policies:", ", ".join(policy_names(configurations=False)))
     print("configurations:")
     for name, (base, settings) in CONFIGURATIONS.items():

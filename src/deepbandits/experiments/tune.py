@@ -159,7 +159,7 @@ def search_space(policy_spec: str, search: Sequence[str] | str | None = None) ->
     """
     name, given = parse_spec(policy_spec)
     cls, settings = policy_class(name)
-    declared: dict[str, Param] = dict(getattr(cls, "search_space", {}))
+    declared: dict[str, Param] = dict(cls.search_space)  # each inside its spec (Policy checks)
     preset: dict[str, Any] = dict(getattr(cls, "fixed_params", {}))
     fixed: dict[str, str] = {}
     for key in declared:

@@ -16,14 +16,13 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from deepbandits._validation import check_choice, check_int, check_positive
+from deepbandits._validation import check_choice
 from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.networks.mlp import MLP, as_input
 from deepbandits.networks.schedule import TrainSchedule, resolve_schedule
 from deepbandits.networks.training import (
     LOSSES,
-    OPTIMIZERS,
     History,
     make_optimizer,
     train_feature_map,
@@ -73,16 +72,9 @@ def check_device(device: str) -> torch.device:
 
 
 def check_network_params(p: dict[str, Any]) -> tuple[TrainSchedule, torch.device]:
-    """Validate the :data:`NETWORK_PARAMS` entries of ``p``; return the schedule and device."""
-    check_int(p["hidden"], "hidden", minimum=1)
-    check_int(p["n_layers"], "n_layers", minimum=1)
-    check_choice(p["optimizer"], "optimizer", OPTIMIZERS)
-    check_positive(p["lr"], "lr")
-    check_positive(p["weight_decay"], "weight_decay", allow_zero=True)
-    if p["max_history"] is not None:
-        check_int(p["max_history"], "max_history", minimum=1)
-    if p["max_grad_norm"] is not None:
-        check_positive(p["max_grad_norm"], "max_grad_norm")
+    """The training schedule and the device that the :data:`NETWORK_PARAMS` entries of ``p``
+    define; each entry alone is checked by its spec
+    (:data:`~deepbandits.policies.params.NETWORK_SPECS`)."""
     schedule = resolve_schedule(p["train_schedule"], {k: p[k] for k in SCHEDULE_FIELDS})
     return schedule, check_device(p["device"])
 

@@ -22,6 +22,7 @@ from deepbandits.policies.neural_linear import (
     NeuralSigma2LinUCB,
 )
 from deepbandits.policies.neural_ucb import NeuralGradientBandit, NeuralTS, NeuralUCB
+from deepbandits.policies.params import Spec, render_spec
 from deepbandits.policies.save import SaveNeuralLinUCB
 
 if TYPE_CHECKING:
@@ -60,8 +61,26 @@ def policy_names(configurations: bool = True) -> list[str]:
 
 
 def parameter_names(cls: type[Policy]) -> list[str]:
-    """Every constructor parameter of a policy class (its defaults, presets included)."""
-    return list(cls().get_params())
+    """Every constructor parameter of a policy class (those its specs declare)."""
+    return list(cls.param_specs)
+
+
+def parameter_table(name: str) -> list[tuple[str, str, str, str]]:
+    """``(parameter, default, type and range, meaning)`` for every parameter of policy ``name``
+    (a registry name or a configuration, whose settings are the defaults), from its specs; a
+    preset's fixed parameters read ``fixed``. What ``deepbandits list --params NAME`` prints."""
+    policy = make_policy(name)
+    cls = type(policy)
+    fixed = getattr(cls, "fixed_params", {})
+    return [
+        (
+            key,
+            repr(default),
+            "fixed" if key in fixed else render_spec(cls.param_specs[key]),
+            cls.param_specs[key].doc,
+        )
+        for key, default in policy.get_params().items()
+    ]
 
 
 def distinct_policy_names() -> list[str]:
@@ -120,8 +139,10 @@ __all__ = [
     "Policy",
     "SaveNeuralLinUCB",
     "Sigma2LinUCB",
+    "Spec",
     "distinct_policy_names",
     "load_policy",
     "make_policy",
+    "parameter_table",
     "policy_names",
 ]

@@ -13,6 +13,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,7 +28,7 @@ from deepbandits._validation import (
     check_finite_scalar,
     check_positive,
     check_reward_range,
-    check_seed,
+    check_unknown_keys,
 )
 from deepbandits.encoding import BlockContexts, Contexts, check_contexts
 from deepbandits.errors import (
@@ -37,6 +38,14 @@ from deepbandits.errors import (
     InputValueError,
     NumericalError,
 )
+from deepbandits.policies.params import (
+    SEED_SPEC,
+    Spec,
+    check_param,
+    check_search_space,
+    merge_specs,
+)
+from deepbandits.policies.space import Param
 
 FORMAT_VERSION = 1
 _CLASSES: dict[str, type[Policy]] = {}
@@ -91,14 +100,29 @@ class Policy(ABC):
     #: Whether the policy works on :class:`~deepbandits.encoding.BlockContexts` directly; the
     #: others receive the dense matrix they stand for.
     block_contexts: ClassVar[bool] = False
+    #: The type, range and meaning of every constructor parameter
+    #: (:mod:`deepbandits.policies.params`). A class declares its own; once the class is defined
+    #: this holds the specs of its whole hierarchy, with a preset's forbidden options removed.
+    param_specs: ClassVar[dict[str, Spec]] = {"seed": SEED_SPEC}
+    #: Hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`),
+    #: each inside its parameter's spec.
+    search_space: ClassVar[dict[str, Param]] = {}
     #: The reward range a reward must lie in (set from a ``reward_range`` parameter), if any.
     _reward_range: tuple[float, float] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _CLASSES[cls.__name__] = cls
+        specs = merge_specs(cls.__mro__)
+        for key, value in getattr(cls, "forbidden_params", {}).items():
+            spec = specs[key]
+            if spec.kind == "choice":
+                specs[key] = replace(spec, choices=tuple(c for c in spec.choices if c != value))
+        cls.param_specs = specs
+        check_search_space(cls.__name__, specs, cls.search_space)
 
     def __init__(self, **params: Any) -> None:
+        check_unknown_keys(params, self.param_specs, type(self).__name__)
         self._params = params
         self._validate()
         self.reset()
@@ -135,18 +159,23 @@ class Policy(ABC):
         return f"{type(self).__name__}({args})"
 
     def _validate(self) -> None:
-        check_seed(self._params.get("seed"))
+        """Check every parameter against its spec, then the rules that tie them together."""
+        p = self._params
+        for key, spec in self.param_specs.items():
+            p[key] = check_param(key, spec, p[key])
+        self._reward_range = p.get("reward_range")
         self._validate_params()
 
-    @abstractmethod
     def _validate_params(self) -> None:
-        """Check every constructor parameter; raise the library's errors naming the bad one."""
+        """Check the rules between parameters (each one alone is checked by its spec), and
+        build what they define; raise the library's errors naming the parameters."""
+        return None
 
     # ------------------------------------------------------------------ lifecycle
     def reset(self, seed: int | None = None) -> Policy:
         """Forget everything learned; with ``seed``, also replace the ``seed`` parameter."""
         if seed is not None:
-            self._params["seed"] = check_seed(seed)
+            self._params["seed"] = check_param("seed", self.param_specs["seed"], seed)
         self.n_features_in_: int | None = None
         self.t_ = 0
         self.last_selection_: dict[str, NDArray[np.float64]] = {}

@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from deepbandits._validation import check_int, check_unknown_keys
 from deepbandits.encoding import Contexts
 from deepbandits.networks.learner import (
     NETWORK_PARAMS,
@@ -23,6 +22,7 @@ from deepbandits.networks.learner import (
 )
 from deepbandits.policies.base import Policy
 from deepbandits.policies.linucb import Array
+from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.space import HIDDEN, LR, TRAIN_STEPS, Param
 
 
@@ -46,6 +46,10 @@ class BootstrappedNN(Policy):
     the argmax of the drawn member (its scores are in ``last_selection_["mean"]``).
     """
 
+    param_specs: ClassVar[dict[str, Spec]] = {
+        "n_models": Spec("int", "ensemble size", low=1),
+        **NETWORK_SPECS,
+    }
     #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
     search_space: ClassVar[dict[str, Param]] = {
         "lr": LR,
@@ -55,11 +59,9 @@ class BootstrappedNN(Policy):
     block_contexts = True
 
     def __init__(self, *, n_models: int = 5, seed: int | None = None, **network_params: Any):
-        check_unknown_keys(network_params, tuple(NETWORK_PARAMS), type(self).__name__)
         super().__init__(n_models=n_models, seed=seed, **{**NETWORK_PARAMS, **network_params})
 
     def _validate_params(self) -> None:
-        check_int(self._params["n_models"], "n_models", minimum=1)
         self.train_schedule_, self.device_ = check_network_params(self._params)
 
     def _initialize(self, X: Contexts) -> None:

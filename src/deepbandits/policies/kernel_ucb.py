@@ -23,10 +23,10 @@ import numpy as np
 import torch
 
 from deepbandits._convert import as_numpy
-from deepbandits._validation import check_choice, check_int, check_positive
 from deepbandits.errors import InputValueError
 from deepbandits.policies.base import Policy
 from deepbandits.policies.linucb import Array
+from deepbandits.policies.params import ALPHA_SPEC, LAM_SPEC, REFRESH_EVERY_SPEC, Spec
 from deepbandits.policies.space import ALPHA, Param, log_float
 
 KERNELS = ("rbf", "linear")
@@ -96,6 +96,17 @@ class KernelUCB(Policy):
     three seeds never learned h1 (regret ≈ 1350, like LinUCB), whatever α.
     """
 
+    param_specs: ClassVar[dict[str, Spec]] = {
+        "alpha": ALPHA_SPEC,
+        "lam": LAM_SPEC,
+        "kernel": Spec("choice", "kernel k(x, y)", choices=KERNELS),
+        "lengthscale": Spec("real", "RBF length-scale ℓ", low=0, low_inclusive=False),
+        "max_history": Spec("int", "most points kept (memory 8·max_history² bytes)", low=1),
+        "overflow": Spec(
+            "choice", "beyond max_history: drop the oldest or raise", choices=OVERFLOWS
+        ),
+        "refresh_every": REFRESH_EVERY_SPEC,
+    }
     #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
     search_space: ClassVar[dict[str, Param]] = {
         "alpha": ALPHA,
@@ -125,16 +136,6 @@ class KernelUCB(Policy):
             refresh_every=refresh_every,
             seed=seed,
         )
-
-    def _validate_params(self) -> None:
-        p = self._params
-        check_positive(p["alpha"], "alpha", allow_zero=True)
-        check_positive(p["lam"], "lam")
-        check_choice(p["kernel"], "kernel", KERNELS)
-        check_positive(p["lengthscale"], "lengthscale")
-        check_int(p["max_history"], "max_history", minimum=1)
-        check_choice(p["overflow"], "overflow", OVERFLOWS)
-        check_int(p["refresh_every"], "refresh_every", minimum=1)
 
     def _initialize(self, X: Array) -> None:
         self.X_ = np.empty((0, X.shape[1]))

@@ -14,19 +14,12 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from deepbandits._validation import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_positive,
-    check_reward_range,
-    check_unknown_keys,
-)
 from deepbandits.encoding import BlockContexts, Contexts, same_contexts
 from deepbandits.errors import InputValueError
 from deepbandits.formulas import theory_alpha, variance_floor
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.policies.base import Policy, Preset
+from deepbandits.policies.params import LAM_SPEC, REFRESH_EVERY_SPEC, Spec
 from deepbandits.policies.space import ALPHA, LAM, Param
 from deepbandits.variance import VARIANCE_SOURCES, parse_variance_schedule, round_variance
 
@@ -68,10 +61,33 @@ class LinUCB(Policy):
         the neural family).
     """
 
+    param_specs: ClassVar[dict[str, Spec]] = {
+        "alpha": Spec(
+            "real", "exploration rate α, or 'theory' for Theorem 4.1", low=0, choices=("theory",)
+        ),
+        "lam": LAM_SPEC,
+        "per_arm": Spec("bool", "one ridge per arm instead of a shared θ"),
+        "variance": Spec(
+            "choice", "source of σ²ₜ for the weighted ridge", choices=VARIANCE_SOURCES
+        ),
+        "R": Spec("real", "noise bound R (variance floor R²/d′)", low=0, low_inclusive=False),
+        "reward_range": Spec(
+            "pair", "reward range (a, b); rewards outside it are refused", optional=True
+        ),
+        "schedule": Spec(
+            "schedule",
+            "σ²ₜ for variance='schedule': 'linear:START:END[:T]' or values",
+            optional=True,
+        ),
+        "horizon": Spec("int", "number of rounds T (set by the runner)", low=1, optional=True),
+        "delta": Spec(
+            "real", "δ of Theorem 4.1", low=0, high=1, low_inclusive=False, high_inclusive=False
+        ),
+        "M": Spec("real", "bound M ≥ ‖θ*‖ of Theorem 4.1", low=0),
+        "refresh_every": REFRESH_EVERY_SPEC,
+    }
     #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
     search_space: ClassVar[dict[str, Param]] = {"alpha": ALPHA, "lam": LAM}
-    #: parameters of subclasses that extend the ridge-UCB machinery
-    _extra_params: tuple[str, ...] = ()
     #: whether φ is the identity (the ridge then sees the raw contexts)
     _raw_features: ClassVar[bool] = True
     block_contexts: ClassVar[bool] = True
@@ -93,7 +109,6 @@ class LinUCB(Policy):
         seed: int | None = None,
         **extra: Any,
     ) -> None:
-        check_unknown_keys(extra, self._extra_params, type(self).__name__)
         super().__init__(
             alpha=alpha,
             lam=lam,
@@ -113,27 +128,6 @@ class LinUCB(Policy):
     # ------------------------------------------------------------------ parameters
     def _validate_params(self) -> None:
         p = self._params
-        if p["alpha"] != "theory":
-            if isinstance(p["alpha"], str):
-                raise InputValueError(
-                    f"alpha must be a number >= 0 or 'theory', but {p['alpha']!r} is given"
-                )
-            check_positive(p["alpha"], "alpha", allow_zero=True)
-        check_positive(p["lam"], "lam")
-        check_positive(p["R"], "R")
-        check_positive(p["delta"], "delta")
-        if not p["delta"] < 1:
-            raise InputValueError(f"delta must be in (0, 1), but {p['delta']!r} is given")
-        check_positive(p["M"], "M", allow_zero=True)
-        check_int(p["refresh_every"], "refresh_every", minimum=1)
-        check_bool(p["per_arm"], "per_arm")
-        check_choice(p["variance"], "variance", VARIANCE_SOURCES)
-        self._reward_range = (
-            check_reward_range(p["reward_range"]) if p["reward_range"] is not None else None
-        )
-        p["reward_range"] = self._reward_range  # a list from JSON or the CLI becomes (a, b)
-        if p["horizon"] is not None:
-            check_int(p["horizon"], "horizon", minimum=1)
         self._schedule: Array | None = None
         if p["variance"] == "schedule":
             if p["schedule"] is None:

@@ -11,19 +11,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from deepbandits._validation import check_bool, check_choice, check_int
 from deepbandits.encoding import Contexts
 from deepbandits.formulas import warmup_prior
-from deepbandits.networks.learner import (
-    NETWORK_PARAMS,
-    NetworkLearner,
-    check_network_params,
-    seeded_generator,
-)
+from deepbandits.networks.learner import NetworkLearner, check_network_params, seeded_generator
 from deepbandits.networks.mlp import MLP
 from deepbandits.networks.training import LOSSES
 from deepbandits.policies.base import Preset
 from deepbandits.policies.linucb import Array, LinUCB
+from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.space import ALPHA, FEATURE_DIM, HIDDEN, LAM, LR, TRAIN_STEPS, Param
 
 
@@ -78,6 +73,13 @@ class NeuralLinearBandit(LinUCB):
         Torch device of the network ("cuda" when available).
     """
 
+    param_specs: ClassVar[dict[str, Spec]] = {
+        **NETWORK_SPECS,
+        "feature_dim": Spec("int", "feature dimension d′ of φ", low=1),
+        "loss": Spec("choice", "network loss: MSE (Eq. 6) or likelihood (Eq. 14)", choices=LOSSES),
+        "refit_on_update": Spec("bool", "refit A and b on the new features after a training"),
+        "lam_warmup": Spec("bool", "scale λ by the mean weight until t₀"),
+    }
     #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
     search_space: ClassVar[dict[str, Param]] = {
         "alpha": ALPHA,
@@ -87,7 +89,6 @@ class NeuralLinearBandit(LinUCB):
         "hidden": HIDDEN,
         "train_steps": TRAIN_STEPS,
     }
-    _extra_params = (*NETWORK_PARAMS, "feature_dim", "loss", "refit_on_update", "lam_warmup")
     _raw_features = False
 
     def __init__(
@@ -137,12 +138,7 @@ class NeuralLinearBandit(LinUCB):
 
     def _validate_params(self) -> None:
         super()._validate_params()
-        p = self._params
-        check_int(p["feature_dim"], "feature_dim", minimum=1)
-        check_choice(p["loss"], "loss", LOSSES)
-        for key in ("refit_on_update", "lam_warmup"):
-            check_bool(p[key], key)
-        self.train_schedule_, self.device_ = check_network_params(p)
+        self.train_schedule_, self.device_ = check_network_params(self._params)
 
     def _feature_dim(self, n_features: int) -> int:
         return int(self._params["feature_dim"])

@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from deepbandits._validation import check_choice, check_int, check_positive, check_unknown_keys
 from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.linalg.ridge import RidgeState
@@ -41,6 +40,13 @@ from deepbandits.networks.learner import (
 from deepbandits.networks.mlp import add_outer_, as_input
 from deepbandits.policies.base import Policy, Preset
 from deepbandits.policies.linucb import Array
+from deepbandits.policies.params import (
+    ALPHA_SPEC,
+    LAM_SPEC,
+    NETWORK_SPECS,
+    REFRESH_EVERY_SPEC,
+    Spec,
+)
 from deepbandits.policies.space import ALPHA, HIDDEN, LAM, LR, TRAIN_STEPS, Param
 
 EXPLORATIONS = ("ucb", "ts")
@@ -73,6 +79,15 @@ class NeuralGradientBandit(Policy):
         Seeds the network, the minibatches, the Thompson samples and tie-breaking.
     """
 
+    param_specs: ClassVar[dict[str, Spec]] = {
+        "exploration": Spec("choice", "NeuralUCB or NeuralTS", choices=EXPLORATIONS),
+        "mode": Spec("choice", "diagonal approximation of Z, or the exact Z⁻¹", choices=MODES),
+        "alpha": ALPHA_SPEC,
+        "lam": LAM_SPEC,
+        "max_full_params": Spec("int", "most network parameters for mode='full'", low=1),
+        "refresh_every": REFRESH_EVERY_SPEC,
+        **NETWORK_SPECS,
+    }
     #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
     search_space: ClassVar[dict[str, Param]] = {
         "alpha": ALPHA,
@@ -95,7 +110,6 @@ class NeuralGradientBandit(Policy):
         seed: int | None = None,
         **network_params: Any,
     ) -> None:
-        check_unknown_keys(network_params, tuple(NETWORK_PARAMS), type(self).__name__)
         super().__init__(
             exploration=exploration,
             mode=mode,
@@ -108,14 +122,7 @@ class NeuralGradientBandit(Policy):
         )
 
     def _validate_params(self) -> None:
-        p = self._params
-        check_choice(p["exploration"], "exploration", EXPLORATIONS)
-        check_choice(p["mode"], "mode", MODES)
-        check_positive(p["alpha"], "alpha", allow_zero=True)
-        check_positive(p["lam"], "lam")
-        check_int(p["max_full_params"], "max_full_params", minimum=1)
-        check_int(p["refresh_every"], "refresh_every", minimum=1)
-        self.train_schedule_, self.device_ = check_network_params(p)
+        self.train_schedule_, self.device_ = check_network_params(self._params)
 
     def _initialize(self, X: Contexts) -> None:
         p = self._params

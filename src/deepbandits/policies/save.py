@@ -34,12 +34,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
-from deepbandits._validation import check_positive
 from deepbandits.errors import InputValueError
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.policies.base import Preset
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.neural_linear import NeuralLinearBandit
+from deepbandits.policies.params import Spec
 
 
 def save_radius(
@@ -100,18 +100,18 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
 
     preset_params: ClassVar[dict[str, Any]] = {"threshold": None, "beta_scale": 1.0}
     fixed_params: ClassVar[dict[str, Any]] = {"alpha": 0.0, "variance": "none"}
-    _extra_params = (*NeuralLinearBandit._extra_params, "threshold", "beta_scale")
-
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        p = self._params
-        if p["threshold"] is not None:
-            check_positive(p["threshold"], "threshold")
-            if not p["threshold"] < 1:
-                raise InputValueError(
-                    f"threshold must be in (0, 1), but {p['threshold']!r} is given"
-                )
-        check_positive(p["beta_scale"], "beta_scale", allow_zero=True)
+    param_specs: ClassVar[dict[str, Spec]] = {
+        "threshold": Spec(
+            "real",
+            "SAVE's α (None: 1/horizon)",
+            low=0,
+            high=1,
+            low_inclusive=False,
+            high_inclusive=False,
+            optional=True,
+        ),
+        "beta_scale": Spec("real", "multiplies the radius β̂", low=0),
+    }
 
     def _initialize(self, X: Array) -> None:
         super()._initialize(X)
