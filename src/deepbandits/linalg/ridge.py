@@ -69,7 +69,7 @@ def sherman_morrison_update(A_inv: Array, x: Array, weight: float) -> Array:
 
 def _rank_one_step(A_inv: Array, Ax: Array, scale: float) -> Array:
     """``A⁻¹ − scale · (A⁻¹x)(A⁻¹x)ᵀ``, the Sherman–Morrison step given ``A⁻¹x``."""
-    return A_inv - np.outer(Ax, Ax) * scale
+    return A_inv - (Ax[:, None] * Ax) * scale  # np.outer's product, without its overhead
 
 
 def _exact_inverse(A: Array, lam: float, symmetric: bool) -> Array | None:
@@ -160,34 +160,36 @@ class RidgeState:
         """
         x = np.asarray(x, dtype=np.float64)
         self._check_update(x, float(reward), float(weight), head)
+        A, A_inv, n = self.A[head], self.A_inv[head], self.n_updates[head] + 1
         in_place = self.dim >= _IN_PLACE_DIM
         if in_place:
             # large heads (NeuralUCB's full Z): rank-one updates in place, no d × d temporaries
-            A_inv_t, xt = torch.from_numpy(self.A_inv[head]), torch.from_numpy(x)
+            A_inv_t, xt = torch.from_numpy(A_inv), torch.from_numpy(x)
             Ax_t = A_inv_t @ xt
             gain = 1.0 + weight * float(xt @ Ax_t)
         else:
-            Ax = self.A_inv[head] @ x
+            Ax = A_inv @ x
             gain = 1.0 + weight * float(x @ Ax)  # γ: A⁻¹ shrinks by this factor along x
-        drift = self.drift[head] + _EPS * gain
-        self.n_updates[head] += 1
+        drift = float(self.drift[head]) + _EPS * gain
         # at most one drift re-inversion (O(d³)) per d updates: O(d²) amortised, as a rank-one step
-        drifted = drift > DRIFT_TOL and self.n_updates[head] % self.dim == 0
-        refresh = drifted or self.n_updates[head] % self.refresh_every == 0
+        drifted = drift > DRIFT_TOL and n % self.dim == 0
+        refresh = drifted or n % self.refresh_every == 0
+        self.n_updates[head] = n
         if in_place:
-            torch.from_numpy(self.A[head]).addr_(xt, xt, alpha=weight)
+            torch.from_numpy(A).addr_(xt, xt, alpha=weight)
         else:
-            self.A[head] += weight * np.outer(x, x)
-        exact = _exact_inverse(self.A[head], self._lams[head], drifted) if refresh else None
+            A += weight * (x[:, None] * x)
+        exact = _exact_inverse(A, self._lams[head], drifted) if refresh else None
         if exact is not None:
-            self.A_inv[head] = exact
+            A_inv[...] = exact
         elif in_place:
             A_inv_t.addr_(Ax_t, Ax_t, alpha=-weight / gain)
         else:
-            self.A_inv[head] = _rank_one_step(self.A_inv[head], Ax, weight / gain)
+            A_inv[...] = _rank_one_step(A_inv, Ax, weight / gain)
         self.drift[head] = drift if exact is None else 0.0
-        self.b[head] += (weight * reward) * x
-        self.theta[head] = self.A_inv[head] @ self.b[head]
+        b = self.b[head]
+        b += (weight * reward) * x
+        self.theta[head] = A_inv @ b
 
     def _check_update(self, x: Array, reward: float, weight: float, head: int) -> None:
         """Raise :class:`InputValueError` unless ``(x, reward, weight, head)`` is a valid
@@ -196,8 +198,8 @@ class RidgeState:
         As A ⪰ λI is symmetric positive definite, ``|A⁻¹ᵢⱼ| ≤ 1/λ``, ``xᵀA⁻¹x ≤ ‖x‖²/λ`` and
         ``(A⁻¹x)ᵢ² ≤ ‖x‖²/λ²``: the two scalar bounds ``max(w, 1)·‖x‖²/min(λ, λ², 1)`` (A, A⁻¹)
         and ``w·|r|·‖x‖/min(λ, 1)`` (b, θ) cover every product, and after n updates every
-        statistic is below n·STAT_LIMIT, so that even its square is finite. O(d), reads no
-        statistic.
+        statistic is below n·STAT_LIMIT, so that even its square is finite. Both bounds are
+        false for a NaN or an infinity anywhere. O(d), reads no statistic.
         """
         if not isinstance(head, _INTEGER) or not 0 <= head < self.n_heads:
             raise InputValueError(
@@ -205,28 +207,31 @@ class RidgeState:
             )
         if x.shape != (self.dim,):
             raise InputValueError(f"x must have shape ({self.dim},), but {x.shape} is given")
+        norm = math.hypot(*x.tolist())  # no overflow (numpy's x @ x warns past 1e154)
+        lam = float(self._lams[head])
+        if (
+            weight >= 0.0
+            and max(weight, 1.0) * norm * norm < STAT_LIMIT * min(lam, lam * lam, 1.0)
+            and weight * abs(reward) * norm < STAT_LIMIT * min(lam, 1.0)
+        ):
+            return
+        if math.isnan(norm):
+            raise InputValueError("x must be finite, but it has a NaN entry")
         if not (math.isfinite(weight) and weight >= 0):
             raise InputValueError(f"weight must be finite and >= 0, but {weight!r} is given")
         if not math.isfinite(reward):
             raise InputValueError(f"reward must be finite, but {reward!r} is given")
-        norm = math.hypot(*x.tolist())  # no overflow (numpy's x @ x warns past 1e154)
-        if math.isnan(norm):
-            raise InputValueError("x must be finite, but it has a NaN entry")
-        sq = norm * norm
-        lam = float(self._lams[head])
-        if not max(weight, 1.0) * sq / min(lam, lam * lam, 1.0) < STAT_LIMIT:
+        if not max(weight, 1.0) * norm * norm < STAT_LIMIT * min(lam, lam * lam, 1.0):
             raise InputValueError(
                 f"x of norm {norm:.3g} with weight {weight:.3g} and λ = {lam:.3g} "
                 f"would take the ridge statistics A and A⁻¹ past {STAT_LIMIT:.0e}, the bound "
                 "of the products of one update; the update is refused"
             )
-        if not weight * abs(reward) * norm / min(lam, 1.0) < STAT_LIMIT:
-            raise InputValueError(
-                f"reward {reward:.3g} with weight {weight:.3g}, x of norm {norm:.3g} "
-                f"and λ = {lam:.3g} would take the ridge statistics b and θ past "
-                f"{STAT_LIMIT:.0e}, the bound of the products of one update; the update is "
-                "refused"
-            )
+        raise InputValueError(
+            f"reward {reward:.3g} with weight {weight:.3g}, x of norm {norm:.3g} "
+            f"and λ = {lam:.3g} would take the ridge statistics b and θ past "
+            f"{STAT_LIMIT:.0e}, the bound of the products of one update; the update is refused"
+        )
 
     def refit(self, X: Array, rewards: Array, weights: Array, heads: NDArray[np.int64]) -> None:
         """Rebuild all heads from scratch on the observations ``(X, rewards, weights, heads)``."""
