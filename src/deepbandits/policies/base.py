@@ -342,8 +342,10 @@ class Policy(ABC):
             raise CheckpointError(
                 f"state was saved from {state['class']!r}, cannot load into {here}"
             )
-        saved = json.loads(state["params"])
         mine = json.loads(json.dumps(_jsonable(self._params)))
+        # a parameter added since the state was saved takes its default (older files load)
+        defaults = json.loads(json.dumps(_jsonable(type(self)().get_params())))
+        saved = {**{k: v for k, v in defaults.items() if k in mine}, **json.loads(state["params"])}
         differ = sorted(
             k for k in set(saved) | set(mine) if k != "device" and saved.get(k) != mine.get(k)
         )
