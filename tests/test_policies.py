@@ -55,8 +55,6 @@ def test_neural_linear_beats_random_on_h1(name):
     assert wins >= 2
 
 
-
-
 @pytest.mark.parametrize(("name", "params"), POLICY_CASES)
 def test_same_seed_same_trajectory(name, params):
     def trajectory():
