@@ -164,8 +164,8 @@ def check_contexts(contexts: Any, n_features: int | None = None) -> Contexts:
             f"contexts must have {n_features} features per arm (the dimension this policy was "
             f"fitted with), but {shape[1]} are given"
         )
-    finite = np.isfinite(arr)
-    if not finite.all() or np.abs(arr).max() > MAX_ABS_INPUT:
+    if not np.abs(arr).max() <= MAX_ABS_INPUT:  # also False for NaN
+        finite = np.isfinite(arr)
         bad = np.argwhere(~finite | (np.abs(np.where(finite, arr, 0.0)) > MAX_ABS_INPUT))[0]
         what = "NaN or inf" if not finite.all() else f"values above {MAX_ABS_INPUT:g} in size"
         raise InputValueError(

@@ -11,8 +11,6 @@ from __future__ import annotations
 import io
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -183,24 +181,16 @@ class Policy(ABC):
         self._rng = np.random.default_rng(self._params.get("seed"))
         return self
 
-    @contextmanager
-    def _all_or_nothing(self) -> Iterator[None]:
-        """Undo what a failing call changed: the dimension fixed by a first call, the round
-        counter, the diagnostics and the generator. Learned statistics are never touched before
-        a call's inputs are validated, so they need no undo."""
-        kept = (
-            self.n_features_in_,
-            self.t_,
-            self.last_selection_,
-            self.last_update_,
-            self._rng.bit_generator.state,
-        )
-        try:
-            yield
-        except BaseException:
-            (self.n_features_in_, self.t_, self.last_selection_, self.last_update_, rng) = kept
-            self._rng.bit_generator.state = rng
-            raise
+    def _snapshot(self) -> tuple[Any, ...]:
+        """What a failing call may have changed before it raised: the dimension fixed by a first
+        call, the round counter and the diagnostics. Learned statistics and the generator are
+        never touched before a call's inputs are validated (random draws come last), so they
+        need no snapshot; ``tests/test_robustness.py`` checks the whole ``state_dict``."""
+        return (self.n_features_in_, self.t_, self.last_selection_, self.last_update_)
+
+    def _restore(self, kept: tuple[Any, ...]) -> None:
+        """Undo a failing call: put back what :meth:`_snapshot` recorded."""
+        (self.n_features_in_, self.t_, self.last_selection_, self.last_update_) = kept
 
     def _check(self, contexts: ArrayLike | BlockContexts) -> Contexts:
         X = check_contexts(contexts, self.n_features_in_)
@@ -221,16 +211,21 @@ class Policy(ABC):
 
         Ties are broken uniformly at random by the policy's own seeded generator.
         """
-        with self._all_or_nothing():
+        kept = self._snapshot()
+        try:
             X = self._check(contexts)
             index = self._index(X)
-            if np.isnan(index).any():
+            top = index.max()
+            if np.isnan(top):
                 raise NumericalError(
                     f"{type(self).__name__} scored an arm NaN; its state is not finite (contexts "
                     "or rewards too large for its settings?)"
                 )
-            best = np.flatnonzero(index == index.max())
+            best = np.flatnonzero(index == top)
             return int(best[0] if len(best) == 1 else self._rng.choice(best))
+        except BaseException:
+            self._restore(kept)
+            raise
 
     def predict(self, contexts: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``.
@@ -240,13 +235,15 @@ class Policy(ABC):
         ensemble's spread for BootstrappedNN). Predicting changes no state: it draws no random
         numbers and leaves :attr:`last_selection_` as it was.
         """
-        kept = self.last_selection_
+        kept = self._snapshot()
         try:
-            with self._all_or_nothing():
-                X = self._check(contexts)
-                return self._predict(X)
+            X = self._check(contexts)
+            return self._predict(X)
+        except BaseException:
+            self._restore(kept)
+            raise
         finally:
-            self.last_selection_ = kept
+            self.last_selection_ = kept[2]
 
     def update(
         self,
@@ -275,7 +272,8 @@ class Policy(ABC):
 
         ``_learn`` receives the validated values and the range in force (or None).
         """
-        with self._all_or_nothing():
+        kept = self._snapshot()
+        try:
             X = self._check(contexts)
             arm = check_arm(arm, X.shape[0])
             reward = check_finite_scalar(reward, "reward", bound=MAX_ABS_INPUT)
@@ -291,6 +289,9 @@ class Policy(ABC):
             self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
             self._learn(X, arm, reward, sigma2, bounds)
             self.t_ += 1
+        except BaseException:
+            self._restore(kept)
+            raise
 
     @abstractmethod
     def _index(self, X: Contexts) -> NDArray[np.float64]: ...
