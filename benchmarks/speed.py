@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 import deepbandits as db
+from deepbandits.experiments.latency import measure_latency, mnist_shaped_rounds
 
 
 def rounds_per_second(name: str, T: int, **params: object) -> tuple[float, float]:
@@ -57,36 +58,6 @@ PAPER_LATENCY = {
 }
 #: One epoch over the history at t <= 100 with minibatches of 64: what the paper's code trains.
 EPOCH_STEPS = 2
-
-
-def mnist_shaped_rounds(n: int, seed: int = 0) -> list[np.ndarray]:
-    """``n`` rounds of block-encoded contexts: arm k holds a random unit image in block k."""
-    rng = np.random.default_rng(seed)
-    rounds = []
-    for _ in range(n):
-        x = rng.random(784)
-        rounds.append(db.block_encode(x / np.linalg.norm(x), 10))
-    return rounds
-
-
-def latency(name: str, rounds: list[np.ndarray], train_steps: int) -> tuple[float, float]:
-    """Seconds of select() and of network training over ``len(rounds)`` rounds with H = 10."""
-    params = dict(seed=0, train_every=10, train_start=0, warmup_every=0, train_steps=train_steps)
-    if name in ("neural-linucb", "neural-sigma2-linucb"):
-        params["feature_dim"] = 64  # the paper's d' on real data
-    if name == "neural-sigma2-linucb":
-        params["reward_range"] = (0, 1)
-    policy = db.make_policy(name, **params)
-    rng = np.random.default_rng(1)
-    policy.select(rounds[0])  # build the network outside the timed loop
-    select = train = 0.0
-    for X in rounds:
-        start = time.perf_counter()
-        arm = policy.select(X)
-        select += time.perf_counter() - start
-        policy.update(X, arm, float(rng.random() < 0.1))
-        train += policy.last_update_["train_seconds"]
-    return select, train
 
 
 def main() -> None:
@@ -131,8 +102,8 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     for name, (paper_sel, paper_upd) in PAPER_LATENCY.items():
-        sel, epoch = latency(name, rounds, EPOCH_STEPS)
-        _, upd = latency(name, rounds, steps)
+        sel, epoch = measure_latency(name, rounds, EPOCH_STEPS)
+        _, upd = measure_latency(name, rounds, steps)
         print(
             f"| {name} | {sel:.3f} | {paper_sel} | {paper_sel / sel:.0f}x | {epoch:.3f} | "
             f"{paper_upd / epoch:.0f}x | {upd:.2f} | {paper_upd} |",
