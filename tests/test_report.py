@@ -1,5 +1,8 @@
-"""Hold-out checkpoints, per-run diagnostics, figures and the report (issue 5)."""
+"""Hold-out checkpoints, per-run diagnostics, figures and the report (issue 5); the paper's
+claims checked (issue 16)."""
 
+import html
+import json
 import re
 from pathlib import Path
 
@@ -12,19 +15,21 @@ from deepbandits.cli import main
 from deepbandits.envs import ClassificationEnv
 from deepbandits.experiments.compare import compare
 from deepbandits.experiments.paper import EXPERIMENTS, reproduce
-from deepbandits.experiments.report import build_report, paired_table, summary_table
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.metrics import (
     calibration_error,
     gaussian_pit,
     holdout_calibration,
     mean_std,
+    paired_difference,
     run_metrics,
 )
 from deepbandits.plotting import holdout_reliability_diagrams, regret_curves
 from deepbandits.plotting.figures import band_edges
 from deepbandits.plotting.style import series_styles
 from deepbandits.policies import distinct_policy_names
+from deepbandits.report import build_report, evaluate_claims
+from deepbandits.report.tables import paired_table, summary_table
 
 TRAJECTORY = ["arm", "reward", "cum_regret", "mean", "width", "sigma2_hat"]
 
@@ -320,3 +325,137 @@ def test_bootstrapped_nn_forecasts_with_its_members_spread():
     out = np.stack([m.forward(X)[:, 0] for m in policy.members_])
     np.testing.assert_allclose(policy.predict(X)[1], out.std(axis=0))
     assert np.isfinite(run_metrics(result.records)["calibration_error"])
+
+
+# --------------------------------------------------------------------------- claims
+def claim_runs() -> pd.DataFrame:
+    """Final regret per seed: a lowest, b runner-up, c between them on average but without
+    seed 3 and wildly spread."""
+    regret = {"a": [10, 12, 11, 13], "b": [20, 21, 22, 23], "c": [15, 30, 16]}
+    return pd.DataFrame(
+        [
+            {"policy": p, "seed": s, "final_regret": float(v), "cumulative_reward": -float(v)}
+            for p, values in regret.items()
+            for s, v in enumerate(values)
+        ]
+    )
+
+
+def test_a_lowest_claim_holds_against_the_runner_up():
+    got = evaluate_claims(claim_runs(), [{"text": "a wins", "check": "lowest", "policy": "a"}])
+    row = got.iloc[0]
+    assert (row["claim"], row["policy"], row["than"], row["verdict"]) == (
+        "a wins",
+        "a",
+        "c",
+        "holds",
+    )
+    assert row["policy_mean"] == 11.5 and row["than_mean"] == pytest.approx(61 / 3)
+    d = paired_difference([10, 12, 11], [15, 30, 16])  # the seeds both have
+    assert row["seeds"] == 3 and row["difference"] == pytest.approx(d.mean)
+    assert (row["ci95_low"], row["ci95_high"]) == pytest.approx((d.low, d.high))
+    assert row["significant"] == (d.high < 0)
+    highest = evaluate_claims(
+        claim_runs(),
+        [
+            {
+                "text": "a earns most",
+                "check": "highest",
+                "policy": "a",
+                "metric": "cumulative_reward",
+            }
+        ],
+    )
+    assert highest.iloc[0]["verdict"] == "holds" and highest.iloc[0]["than"] == "c"
+
+
+def test_a_lowest_claim_fails_when_another_policy_is_lower():
+    got = evaluate_claims(claim_runs(), [{"text": "b wins", "check": "lowest", "policy": "b"}])
+    row = got.iloc[0]
+    assert (row["than"], row["verdict"]) == ("a", "does not hold")
+    assert row["difference"] == 10.0 and row["seeds"] == 4 and not row["significant"]
+    assert row["ci95_low"] > 0  # b is surely worse than a
+
+
+def test_a_below_claim_reports_the_paired_interval():
+    claims = [
+        {"text": "c below b", "check": "below", "policy": "c", "than": "b"},
+        {"text": "b below c", "check": "below", "policy": "b", "than": "c"},
+    ]
+    got = evaluate_claims(claim_runs(), claims).set_index("claim")
+    d = paired_difference([15, 30, 16], [20, 21, 22])
+    row = got.loc["c below b"]
+    assert row["verdict"] == "holds" and row["seeds"] == 3
+    assert (row["difference"], row["ci95_low"], row["ci95_high"]) == pytest.approx(
+        (d.mean, d.low, d.high)
+    )
+    assert row["ci95_low"] < 0 < row["ci95_high"] and not row["significant"]  # 3 noisy seeds
+    assert got.loc["b below c", "verdict"] == "does not hold"
+
+
+def test_a_claim_on_a_policy_that_did_not_run_is_not_run():
+    claims = [
+        {"text": "x wins", "check": "lowest", "policy": "neural-ucb"},
+        {"text": "a below x", "check": "below", "policy": "a", "than": "neural-ts"},
+    ]
+    got = evaluate_claims(claim_runs(), claims)
+    assert list(got["verdict"]) == ["not run", "not run"]
+    assert list(got["policy"]) == ["neural-ucb", "a"] and got["seeds"].tolist() == [0, 0]
+    assert got["difference"].isna().all()
+
+
+def test_a_claim_names_the_policy_without_the_quick_budget():
+    runs = claim_runs().replace(
+        {"policy": {"a": "neural-ucb:train_steps=5", "b": "neural-ucb:loss=mle,train_steps=5"}}
+    )
+    got = evaluate_claims(runs, [{"text": "t", "check": "lowest", "policy": "neural-ucb"}])
+    assert got.iloc[0]["policy"] == "neural-ucb:train_steps=5"
+    assert got.iloc[0]["verdict"] == "holds"
+
+
+@pytest.mark.parametrize(
+    ("claim", "message"),
+    [
+        ({"text": "t", "check": "least", "policy": "a"}, "claims[0].check"),
+        ({"text": "t", "check": "below", "policy": "a"}, "key 'than'"),
+        ({"text": "t", "check": "lowest", "policy": "a", "metric": "regret"}, "'regret'"),
+        ({"text": "t", "check": "lowest", "policy": "a", "polcy": "b"}, "'polcy'"),
+        ({"check": "lowest", "policy": "a"}, "key 'text'"),
+    ],
+)
+def test_malformed_claims_are_named(claim, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        evaluate_claims(claim_runs(), [claim])
+
+
+def test_report_shows_the_claims_and_their_verdicts(tmp_path):
+    out = tmp_path / "results" / "cmp"
+    compare(["linucb", "linucb:alpha=1"], "h1", [0, 1], 30, out, progress=False)
+    reference = {
+        "claims": [
+            {"text": "Tuned <LinUCB> wins", "check": "lowest", "policy": "linucb"},
+            {"text": "alpha=1 wins", "check": "lowest", "policy": "linucb:alpha=1"},
+            {"text": "NeuralUCB wins", "check": "below", "policy": "neural-ucb", "than": "linucb"},
+        ]
+    }
+    (out / "paper_reference.json").write_text(json.dumps(reference))
+    page, md = build_report(out, tmp_path / "report")
+    claims = pd.read_csv(tmp_path / "report" / "cmp" / "claims.csv")
+    verdicts = list(claims["verdict"])
+    assert sorted(verdicts[:2]) == ["does not hold", "holds"] and verdicts[2] == "not run"
+    readme, text = md.read_text(), page.read_text()
+    assert "The paper's claims, checked" in readme and "Beside the paper" not in readme
+    for row in claims.itertuples():
+        line = next(x for x in readme.splitlines() if x.startswith(f"| {row.claim} |"))
+        assert line.endswith(f"| {row.verdict} |")
+        assert f"<td>{html.escape(row.claim)}</td>" in text
+        assert f"<td>{row.verdict}</td>" in text
+    assert "<LinUCB>" not in text  # escaped
+
+
+def test_report_reads_a_parquet_sweep(tmp_path):
+    out = tmp_path / "pq"
+    compare(["linucb"], "h1", [0], 30, out, progress=False, fmt="parquet")
+    assert list(out.glob("linucb/seed_0.parquet")) and not list(out.glob("linucb/*.csv"))
+    build_report(out, tmp_path / "report")
+    assert pd.read_csv(tmp_path / "report" / "pq" / "runs.csv")["T"].tolist() == [30]

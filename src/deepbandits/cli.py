@@ -36,7 +36,6 @@ from deepbandits.experiments.paper import (
     experiment_names,
     reproduce,
 )
-from deepbandits.experiments.report import build_report
 from deepbandits.experiments.specs import format_seeds, parse_seeds, split_specs
 from deepbandits.experiments.tune import tune
 from deepbandits.policies import (
@@ -45,6 +44,7 @@ from deepbandits.policies import (
     parameter_table,
     policy_names,
 )
+from deepbandits.report import build_report
 
 #: Exceptions caused by what the user gave or by the machine's files and folders: reported in
 #: one paragraph with exit status 2. Anything else is a bug of the library.

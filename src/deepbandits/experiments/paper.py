@@ -19,8 +19,8 @@ import pandas as pd
 from deepbandits._io import folder_lock, write_atomic
 from deepbandits._validation import check_choice, check_int
 from deepbandits.experiments.compare import compare
-from deepbandits.experiments.report import REFERENCE_FILE, build_report
 from deepbandits.policies import distinct_policy_names
+from deepbandits.report import REFERENCE_FILE, build_report
 
 
 @dataclass(frozen=True)
