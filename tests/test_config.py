@@ -1,0 +1,309 @@
+"""Experiment configs: the shipped ones load and scale, broken files fail with file and key."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from deepbandits.errors import InputValueError
+from deepbandits.experiments.config import (
+    CONFIG_DIR,
+    ConfigError,
+    ExperimentConfig,
+    builtin_config,
+    builtin_configs,
+    load_config,
+)
+from deepbandits.experiments.matched import MATCHED, QUICK_MATCHED
+from deepbandits.experiments.specs import parse_spec
+from deepbandits.policies import make_policy
+
+NAMES = {
+    "quantitative",
+    "ablation",
+    "demo-h1",
+    "demo-h2",
+    "demo-h3",
+    "full-demo",
+    "real-mnist",
+    "real-shuttle",
+    "real-covertype",
+    "real-cifar10",
+    "dynamic-range",
+    "linear",
+    "noise-rising",
+    "noise-falling",
+    "heuristic",
+    "true-alpha",
+    "model-size",
+    "latency",
+    "matched",
+}
+
+
+@pytest.fixture(scope="module")
+def configs() -> dict[str, ExperimentConfig]:
+    return builtin_configs()
+
+
+def test_every_shipped_config_loads(configs: dict[str, ExperimentConfig]) -> None:
+    assert set(configs) == NAMES
+    assert list(configs) == sorted(configs)
+    assert len(list(CONFIG_DIR.glob("*.toml"))) == len(NAMES)
+    for name, config in configs.items():
+        assert config.path.stem == name == config.name
+        assert config.reproduces and config.title
+        assert config.quick, f"{name} has no [quick] table"
+        assert 0 < config.quick_cpu_s < config.full_cpu_s and config.cost_note
+    assert configs["latency"].kind == "latency" and configs["matched"].kind == "matched"
+    assert configs["quantitative"].seeds == (0, 1, 2, 3, 4)
+    assert configs["quantitative"].checkpoints == (0, 2000, 5000, 7500)
+    assert configs["model-size"].T == 30000 and configs["model-size"].env.startswith("cifar10")
+
+
+def test_builtin_config_by_name() -> None:
+    assert builtin_config("linear").policies == ("linucb", "sigma2-linucb")
+    with pytest.raises(InputValueError, match=r"did you mean 'linear'.*quantitative"):
+        builtin_config("linaer")
+
+
+def test_quick_scales_down_and_sets_params_where_taken(
+    configs: dict[str, ExperimentConfig],
+) -> None:
+    for name, config in configs.items():
+        assert config.scaled(False) is config
+        quick = config.scaled(True)
+        if config.kind != "sweep":
+            continue
+        assert quick.T < config.T, name
+        assert len(quick.seeds) < len(config.seeds), name
+        assert all(c <= quick.T for c in quick.checkpoints), name
+        params = config.quick.get("policy_params", {})
+        assert len(quick.policy_list()) == len(config.policy_list()), name
+        for full, small in zip(config.policy_list(), quick.policy_list(), strict=True):
+            policy, given = parse_spec(small)
+            accepted = make_policy(policy).get_params()
+            for key, value in params.items():
+                assert given.get(key) == (value if key in accepted else None), (name, small)
+            if not set(params) & set(accepted):
+                assert small == full
+        for claim in quick.claims:
+            assert claim.policy in quick.policy_list()
+            assert claim.than is None or claim.than in quick.policy_list()
+        if quick.paper is not None:
+            assert set(quick.paper["values"]) <= set(quick.policy_list())
+
+
+def test_quick_values_of_some_configs(configs: dict[str, ExperimentConfig]) -> None:
+    quant = configs["quantitative"].scaled(True)
+    assert (quant.T, quant.seeds, quant.checkpoints) == (1000, (0, 1), (0, 500))
+    assert quant.policies[0] == "linucb"  # takes no train_steps: unchanged
+    assert quant.policies[1] == "neural-ucb:train_steps=50"
+    assert quant.paper["values"]["neural-ucb:train_steps=50"]["sharpness"] == "1.0733 ± 0.0110"
+    demo = configs["full-demo"].scaled(True)
+    assert "kernel-ucb" in demo.policies and "neural-linucb:train_steps=50" in demo.policies
+    size = configs["model-size"].scaled(True)  # a quick value replaces the specification's
+    assert all("train_start=100," in p and "25000" not in p for p in size.policies)
+    latency = configs["latency"].scaled(True)
+    assert latency.options["steps"] == [2, 50] and latency.options["repeats"] == 1
+
+
+def test_matched_protocol(configs: dict[str, ExperimentConfig]) -> None:
+    matched = configs["matched"]
+    assert matched.matched_protocol() == MATCHED
+    quick = replace(
+        QUICK_MATCHED,
+        envs=("h1",),
+        default_T=500,
+        eval_seeds=(0, 1),
+        n_trials=2,
+        budget={"train_steps": 50},
+    )
+    assert matched.scaled(True).matched_protocol() == quick
+    with pytest.raises(InputValueError, match="kind 'matched'"):
+        configs["linear"].matched_protocol()
+
+
+def test_to_dict_round_trips_through_json(configs: dict[str, ExperimentConfig]) -> None:
+    for config in configs.values():
+        for version in (config, config.scaled(True)):
+            data = version.to_dict()
+            assert json.loads(json.dumps(data)) == data
+            assert data["name"] == config.name and data["path"] == str(config.path)
+    claim = configs["ablation"].to_dict()["claims"][1]
+    assert claim == {
+        "text": claim["text"],
+        "check": "below",
+        "policy": "range-mse",
+        "metric": "final_regret",
+        "than": "neural-linucb",
+    }
+
+
+def test_dataset_environments_are_not_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a dataset was loaded during validation")
+
+    monkeypatch.setattr("deepbandits.envs.classification.load_dataset", refuse)
+    assert load_config(CONFIG_DIR / "real-mnist.toml").env == "mnist:preprocess=l2"
+
+
+MINIMAL = """
+name = "bad"
+[run]
+env = "h1"
+policies = ["linucb", "neural-linucb"]
+T = 100
+seeds = "0-1"
+"""
+
+
+def test_minimal_config_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL)
+    config = load_config(path)
+    assert (config.title, config.kind, config.reproduces, config.description) == (
+        "bad",
+        "sweep",
+        (),
+        "",
+    )
+    assert config.seeds == (0, 1) and config.checkpoints == () and config.holdout_size == 500
+    assert config.quick_cpu_s is None and config.paper is None and config.claims == ()
+    assert config.scaled(True) is config
+
+
+def _edit(old: str, new: str) -> str:
+    assert old in MINIMAL
+    return MINIMAL.replace(old, new)
+
+
+CLAIM = '\n[[claims]]\ntext = "x"\n'
+LATENCY = 'name = "bad"\nkind = "latency"\n[latency]\npolicies = ["neural-ucb"]\n'
+BROKEN = {
+    "unknown key": (_edit("T = 100", "T = 100\npolicys = []"), "run.policys", "'policies'"),
+    "unknown top key": (_edit('name = "bad"', 'name = "bad"\ntitel = "x"'), "titel", "'title'"),
+    "wrong type": (_edit("T = 100", 'T = "100"'), "run.T", "an integer >= 1, got '100'"),
+    "T zero": (_edit("T = 100", "T = 0"), "run.T", "an integer >= 1, got 0"),
+    "T missing": (_edit("T = 100", ""), "run.T", "nothing (the key is missing)"),
+    "repeated seeds": (_edit('seeds = "0-1"', "seeds = [0, 1, 0]"), "run.seeds[2]", "twice"),
+    "repeated seed range": (_edit('"0-1"', '"0-2,1"'), "run.seeds", "more than once"),
+    "negative seed": (_edit('"0-1"', "[-1]"), "run.seeds[0]", "an integer >= 0, got -1"),
+    "bad policy": (_edit('"linucb",', '"linucb:alph=1",'), "run.policies[0]", "'alpha'"),
+    "repeated policy": (_edit('"neural-linucb"', '"linucb"'), "run.policies[1]", "twice"),
+    "unknown env": (_edit('env = "h1"', 'env = "h9"'), "run.env", "unknown environment"),
+    "dataset env keyword": (_edit('"h1"', '"mnist:preproces=l2"'), "run.env", "preproces"),
+    "checkpoint after T": (
+        _edit("T = 100", "T = 100\ncheckpoints = [0, 200]"),
+        "run.checkpoints",
+        "<= T = 100",
+    ),
+    "quick checkpoint": (
+        MINIMAL + "[quick]\nT = 10\ncheckpoints = [20]",
+        "quick.checkpoints",
+        "<= the quick T = 10",
+    ),
+    "unused policy param": (
+        MINIMAL + "[quick]\npolicy_params = { foo = 1 }",
+        "quick.policy_params.foo",
+        "takes",
+    ),
+    "bad policy param": (
+        MINIMAL + "[quick]\npolicy_params = { train_steps = -1 }",
+        "quick.policy_params",
+        "train_steps",
+    ),
+    "claim policy": (
+        MINIMAL + CLAIM + 'check = "lowest"\npolicy = "neural-ucb"',
+        "claims[0].policy",
+        "a policy of run.policies",
+    ),
+    "claim without than": (
+        MINIMAL + CLAIM + 'check = "below"\npolicy = "linucb"',
+        "claims[0].than",
+        "nothing",
+    ),
+    "claim than itself": (
+        MINIMAL + CLAIM + 'check = "below"\npolicy = "linucb"\nthan = "linucb"',
+        "claims[0].than",
+        "other than",
+    ),
+    "claim check": (
+        MINIMAL + CLAIM + 'check = "highest"\npolicy = "linucb"',
+        "claims[0].check",
+        "'lowest', 'below'",
+    ),
+    "claim metric": (
+        MINIMAL + CLAIM + 'check = "lowest"\npolicy = "linucb"\nmetric = "regret"',
+        "claims[0].metric",
+        "'final_regret'",
+    ),
+    "bad kind": (
+        _edit('name = "bad"', 'name = "bad"\nkind = "grid"'),
+        "kind",
+        "'sweep', 'latency', 'matched', got 'grid'",
+    ),
+    "other kind's table": (MINIMAL + "[latency]\nrounds = 1", "latency", "no [latency] table"),
+    "wrong name": (_edit('"bad"', '"good"'), "name", "the file's stem 'bad'"),
+    "paper policy": (
+        MINIMAL
+        + '[paper]\nsource = "s"\nmetrics = { sharpness = "s" }\n'
+        + 'values = { x = { sharpness = "1" } }',
+        "paper.values.x",
+        "a policy of run.policies",
+    ),
+    "paper metric": (
+        MINIMAL + '[paper]\nsource = "s"\nmetrics = { sharp = "s" }\nvalues = {}',
+        "paper.metrics.sharp",
+        "a metric among",
+    ),
+    "cost": (MINIMAL + "[cost]\nquick_cpu_s = -1\nfull_cpu_s = 1", "cost.quick_cpu_s", ">= 0"),
+    "latency paper": (
+        LATENCY + "paper = { neural-ts = [1, 2] }",
+        "latency.paper.neural-ts",
+        "a policy of latency.policies",
+    ),
+    "latency steps": (
+        LATENCY + "[quick.latency]\nsteps = [0]",
+        "quick.latency.steps[0]",
+        "an integer >= 1",
+    ),
+    "matched reference": (
+        'name = "bad"\nkind = "matched"\n[matched]\nreference = "neural-ucb:alpha=1"',
+        "matched",
+        "not among the policies",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_broken_config_names_file_and_key(tmp_path: Path, case: str) -> None:
+    text, key, fragment = BROKEN[case]
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: key '{key}': expected "), message
+    assert fragment in message, message
+    assert (info.value.path, info.value.key) == (path, key)
+
+
+def test_syntax_error_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "bad"\n[run]\nT = = 3\n')
+    with pytest.raises(ConfigError, match=r"bad\.toml: line 3: expected valid TOML") as info:
+        load_config(path)
+    assert info.value.key is None and info.value.line == 3
+    with pytest.raises(ConfigError, match="a readable config file"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_config_error_pickles(tmp_path: Path) -> None:
+    error = ConfigError(tmp_path / "a.toml", "run.T", "an integer", "'x'", "why")
+    again = pickle.loads(pickle.dumps(error))
+    assert (str(again), again.key, again.path) == (str(error), "run.T", error.path)
