@@ -1,0 +1,211 @@
+"""Resumable sweeps: compute the jobs that are not finished on disk and write each as it ends.
+
+:func:`run_sweep` takes a list of :class:`~deepbandits.experiments.executors.Job`\\ s, skips
+those whose run is finished at their ``stem`` with the same configuration hash, has an
+executor compute the others, and writes each result in the calling process as soon as it
+arrives (:meth:`~deepbandits.experiments.runner.RunResult.save`: records, hold-out forecasts,
+then the JSON with the job's identity and ``config_hash``). So the workers (on this machine or
+on a Ray cluster) need no access to the results folder, and a crash or Ctrl-C loses only the
+jobs in flight: running the sweep again computes only what is missing.
+
+* A finished run with another configuration at a job's stem is refused (nothing is run or
+  overwritten) unless ``force``; ``force`` recomputes every job.
+* Files that are not a finished run (missing, truncated, damaged) are computed again, with a
+  warning.
+* A job that raises is recorded in ``<stem>.failed.json`` (configuration hash, job, error,
+  traceback) and the sweep goes on; a later success at that stem removes the file.
+
+:func:`run_sweep` does not lock folders: a caller writing into a folder holds
+:func:`~deepbandits._io.folder_lock` on it, as :func:`~deepbandits.experiments.compare` does.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from deepbandits._io import write_atomic
+from deepbandits._validation import check_choice
+from deepbandits.errors import DeepBanditsError, InputTypeError, InputValueError
+from deepbandits.experiments.executors import (
+    Executor,
+    Failure,
+    Job,
+    LocalExecutor,
+    hash_identity,
+    identity_of,
+)
+from deepbandits.experiments.runner import FORMATS, UnfinishedRunError, load_finished, run_files
+
+
+@dataclass
+class SweepResult:
+    """What :func:`run_sweep` did: the jobs computed and written (``done``, in the order they
+    finished), those already finished on disk (``skipped``) and those that raised
+    (``failed``)."""
+
+    done: list[Job] = field(default_factory=list)
+    skipped: list[Job] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
+
+
+class SweepFailedError(DeepBanditsError, RuntimeError):
+    """Jobs of a sweep raised (raised by a caller of :func:`run_sweep`, such as
+    :func:`~deepbandits.experiments.compare`, once it has written what it makes of the runs
+    that finished): :attr:`failures` holds each, each recorded in its ``<stem>.failed.json``."""
+
+    def __init__(self, failures: Sequence[Failure]) -> None:
+        self.failures = list(failures)
+        lines = [
+            f"  {f.job.policy_spec} seed {f.job.seed}: {f.error} (see {failed_path(f.job.stem)})"
+            for f in self.failures
+        ]
+        super().__init__(
+            f"{len(lines)} run(s) failed; the others are written, and running the sweep again "
+            "runs only the failed ones:\n" + "\n".join(lines)
+        )
+
+
+def failed_path(stem: str | Path) -> Path:
+    """Where a failed job at ``stem`` is recorded: ``<stem>.failed.json``."""
+    stem = Path(stem)
+    return stem.with_name(stem.name + ".failed.json")
+
+
+def is_finished(job: Job) -> bool:
+    """Whether ``job``'s run is finished on disk with ``job``'s configuration hash.
+
+    No file of the run: not finished. Files that are not a finished run
+    (:func:`~deepbandits.experiments.runner.load_finished`: one missing, truncated, damaged or
+    left by another run) are not finished either, and a warning says that it runs again. A run
+    saved before configuration hashes were recorded is compared by the identity its JSON
+    records (:func:`~deepbandits.experiments.executors.identity_of`).
+
+    Raises
+    ------
+    InputValueError
+        When the finished run was made with another configuration (policy, environment,
+        seed, T, checkpoints, hold-out size, device or library version), naming each
+        difference: reusing it would mix settings silently, and running it again would
+        destroy it.
+    """
+    if not any(path.exists() for path in run_files(job.stem)):
+        return False
+    try:
+        config = load_finished(job.stem).config
+    except UnfinishedRunError as exc:
+        warnings.warn(f"{exc}; running it again", stacklevel=2)
+        return False
+    found, wanted = identity_of(config), job.identity
+    if hash_identity(found) == job.config_hash:
+        return True
+    keys = list(wanted) + [k for k in found if k not in wanted]
+    diff = [
+        f"{k} {_shown(found.get(k))!r} (now {_shown(wanted.get(k))!r})"
+        for k in keys
+        if found.get(k) != wanted.get(k)
+    ]
+    raise InputValueError(
+        f"{job.stem} was run with {', '.join(diff)}; recompute it with force=True (--force), "
+        "write to another output folder or delete that run"
+    )
+
+
+def _shown(value: Any) -> Any:
+    """A value of an identity as a Job holds it (checkpoints as a tuple)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _plan(jobs: list[Job], force: bool) -> tuple[list[Job], list[Job]]:
+    """The finished jobs to skip and the jobs to compute; every refusal at once."""
+    if force:
+        return [], jobs
+    skipped, todo, refused = [], [], []
+    for job in jobs:
+        try:
+            (skipped if is_finished(job) else todo).append(job)
+        except InputValueError as exc:
+            refused.append(str(exc))
+    if refused:
+        raise InputValueError("\n".join(refused))
+    return skipped, todo
+
+
+def _record_failure(failure: Failure) -> None:
+    record = {
+        "config_hash": failure.job.config_hash,
+        "job": failure.job.identity,
+        "error": failure.error,
+        "traceback": failure.traceback,
+        "failed_at": datetime.now(UTC).isoformat(),
+    }
+    write_atomic(failed_path(failure.job.stem), json.dumps(record, indent=2))
+
+
+def run_sweep(
+    jobs: Sequence[Job],
+    *,
+    executor: Executor | None = None,
+    force: bool = False,
+    fmt: str = "csv",
+    progress: bool = True,
+) -> SweepResult:
+    """Compute the jobs not finished on disk with ``executor`` and write each result as it
+    arrives, in format ``fmt`` (``"csv"`` or ``"parquet"``); see the module documentation.
+
+    ``executor`` defaults to a :class:`~deepbandits.experiments.executors.LocalExecutor` with
+    one worker per core; it is not used when every job is finished. ``progress`` shows one bar
+    over the jobs to compute, with the jobs done, failed and running and the time left.
+
+    Raises
+    ------
+    InputTypeError
+        For an item of ``jobs`` that is not a Job.
+    InputValueError
+        For two jobs with one stem, an unknown ``fmt``, or a finished run of another
+        configuration at a job's stem without ``force`` (:func:`is_finished`; every such run
+        is named, and nothing is computed).
+    """
+    jobs = list(jobs)
+    fmt = check_choice(fmt, "fmt", FORMATS)
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise InputTypeError(f"jobs must hold Job objects, but a {type(job).__name__} is given")
+    stems = [job.stem for job in jobs]
+    repeated = sorted({str(s) for s in stems if stems.count(s) > 1})
+    if repeated:
+        raise InputValueError(f"two jobs would write the same run: {', '.join(repeated)}")
+    skipped, todo = _plan(jobs, force)
+    result = SweepResult(skipped=skipped)
+    if not todo:
+        return result
+    executor = LocalExecutor() if executor is None else executor
+    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress)
+    try:
+        with closing(executor.map_unordered(todo)) as outcomes:
+            capacity = executor.capacity
+            bar.set_postfix_str(f"done 0, failed 0, running {min(capacity, len(todo))}")
+            for job, outcome in outcomes:
+                if isinstance(outcome, Failure):
+                    _record_failure(outcome)
+                    result.failed.append(outcome)
+                else:
+                    outcome.save(job.stem, fmt=fmt)
+                    failed_path(job.stem).unlink(missing_ok=True)
+                    result.done.append(job)
+                bar.update()
+                running = min(capacity, len(todo) - len(result.done) - len(result.failed))
+                bar.set_postfix_str(
+                    f"done {len(result.done)}, failed {len(result.failed)}, running {running}"
+                )
+    finally:
+        bar.close()
+    return result
