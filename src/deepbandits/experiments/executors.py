@@ -216,7 +216,7 @@ class RayUnavailableError(InputValueError):
 
 class RayExecutor:
     """Jobs as tasks of a Ray cluster: one CPU each, and one GPU for a job with
-    ``device="cuda"``; results stream back to the calling process as they finish.
+    ``device="cuda"`` (or ``"cuda:N"``); results stream back to the calling process as they finish.
 
     ``address`` is that of :func:`ray.init`: ``"auto"`` (the cluster this machine belongs
     to), ``"HOST:PORT"``, or ``None``: the ``RAY_ADDRESS`` environment variable, else a new
@@ -266,10 +266,7 @@ class RayExecutor:
     def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, RunResult | Failure]]:
         ray = self._connect()
         task = ray.remote(attempt)
-        pending = {
-            task.options(num_cpus=1, num_gpus=1 if job.device == "cuda" else 0).remote(job): job
-            for job in jobs
-        }
+        pending = {task.options(num_cpus=1, num_gpus=_gpus(job)).remote(job): job for job in jobs}
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
@@ -282,6 +279,11 @@ class RayExecutor:
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
+
+
+def _gpus(job: Job) -> int:
+    """GPUs a job asks of Ray: one on a CUDA device."""
+    return 1 if str(job.device).startswith("cuda") else 0
 
 
 #: Backends of :func:`make_executor`.
