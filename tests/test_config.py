@@ -233,9 +233,9 @@ BROKEN = {
         "other than",
     ),
     "claim check": (
-        MINIMAL + CLAIM + 'check = "highest"\npolicy = "linucb"',
+        MINIMAL + CLAIM + 'check = "best"\npolicy = "linucb"',
         "claims[0].check",
-        "'lowest', 'below'",
+        "'lowest', 'highest', 'below', 'above'",
     ),
     "claim metric": (
         MINIMAL + CLAIM + 'check = "lowest"\npolicy = "linucb"\nmetric = "regret"',

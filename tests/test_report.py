@@ -14,8 +14,6 @@ import deepbandits as db
 from deepbandits.cli import main
 from deepbandits.envs import ClassificationEnv
 from deepbandits.experiments.compare import compare
-from deepbandits.experiments.paper import EXPERIMENTS, reproduce
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.metrics import (
     calibration_error,
     gaussian_pit,
@@ -27,7 +25,6 @@ from deepbandits.metrics import (
 from deepbandits.plotting import holdout_reliability_diagrams, regret_curves
 from deepbandits.plotting.figures import band_edges
 from deepbandits.plotting.style import series_styles
-from deepbandits.policies import distinct_policy_names
 from deepbandits.report import build_report, evaluate_claims
 from deepbandits.report.tables import paired_table, summary_table
 
@@ -249,45 +246,11 @@ def test_report_without_runs_fails_clearly(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
-def test_reproduce_quantitative_puts_the_paper_beside_the_measurement(tmp_path, capsys):
-    _, page, md = reproduce("quantitative", tmp_path / "q", seeds=[0], T=120, progress=False)
-    assert page.is_file() and page.parent == md.parent
-    readme = md.read_text()
-    assert "Beside the paper: Table quantitative" in readme
-    for policy, paper in (("linucb", "7459.08"), ("neural-sigma2-linucb", "0.1492")):
-        row = next(line for line in readme.splitlines() if line.startswith(f"| {policy} |"))
-        assert paper in readme and "not run" not in row
-    assert main(["reproduce", "nope"]) == 2
-    assert "unknown experiment" in capsys.readouterr().err.lower()
-
-
 def test_demo_writes_a_report(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--T", "60", "--seeds", "0", "--out", str(out), "--no-progress"]) == 0
     assert f"{out / 'report' / 'index.html'}" in capsys.readouterr().out
     assert (out / "report" / "demo" / "holdout_arm0.png").is_file()  # checkpoint 0 <= T
-
-
-@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
-def test_every_paper_experiment_is_a_valid_configuration(name):
-    exp = EXPERIMENTS[name]
-    env_name, env_params = parse_spec(exp.env)
-    assert env_name in db.env_names()
-    if env_name in ("h1", "h2", "h3"):
-        db.make_env(env_name, **env_params)  # real datasets are not in CI
-    policies = distinct_policy_names() if exp.policies == ("all",) else exp.policies
-    for spec in policies:
-        policy_name, params = parse_spec(spec)
-        db.make_policy(policy_name, **params)
-    assert exp.seeds and all(c <= exp.T for c in exp.checkpoints)
-    assert exp.description.startswith(("Fig.", "Table"))
-
-
-def test_reproduce_runs_a_regret_experiment(tmp_path):
-    summary, page, _ = reproduce("linear", tmp_path / "lin", seeds=[0, 1], T=300, progress=False)
-    assert list(summary["policy"]) == ["linucb", "sigma2-linucb"]
-    assert (summary["seeds"] == 2).all() and page.is_file()
-    assert not (tmp_path / "lin" / "paper_reference.json").exists()
 
 
 def test_a_policy_has_one_style_in_every_figure():

@@ -17,8 +17,10 @@ import deepbandits as db
 from deepbandits._io import LOCK_NAME, folder_lock
 from deepbandits.errors import ConcurrentUseError, InputTypeError, InputValueError
 from deepbandits.experiments.compare import compare
+from deepbandits.experiments.config import builtin_config
+from deepbandits.experiments.executors import LocalExecutor
 from deepbandits.experiments.matched import run_matched
-from deepbandits.experiments.paper import reproduce
+from deepbandits.experiments.reproduce import run_experiment
 from deepbandits.experiments.runner import (
     RunResult,
     UnfinishedRunError,
@@ -230,7 +232,14 @@ def test_a_second_sweep_into_a_folder_in_use_is_refused(tmp_path):
     try:
         sweeps = {
             "compare": lambda: compare(out=out, **SWEEP),
-            "reproduce": lambda: reproduce("linear", out, T=20, seeds=[0], progress=False),
+            "reproduce": lambda: run_experiment(
+                builtin_config("linear"),
+                out,
+                T=20,
+                seeds=[0],
+                executor=LocalExecutor(1),
+                progress=False,
+            ),
             "tune": lambda: tune(
                 "linucb", "h1", T=20, tuning_seeds=[1], eval_seeds=[0], out=out, n_trials=1
             ),

@@ -10,6 +10,9 @@ Quick start::
                    out="results/tune", n_trials=20)   # Optuna; best.best_spec
 
     mnist = db.make_env("mnist", seed=0)   # reads $DEEPBANDITS_DATA (downloads when online)
+
+    db.run_experiment(db.load_config("my.toml"), "results/my")   # an experiment config
+    runs = db.load_results("results/my")   # every run of a folder: one row per round
 """
 
 from deepbandits._version import __version__
@@ -35,7 +38,18 @@ from deepbandits.errors import (
     InputValueError,
     NumericalError,
 )
-from deepbandits.experiments import RunResult, TuneResult, compare, run, tune
+from deepbandits.experiments import (
+    RunResult,
+    TuneResult,
+    compare,
+    load_results,
+    make_executor,
+    run,
+    run_sweep,
+    tune,
+)
+from deepbandits.experiments.config import load_config
+from deepbandits.experiments.reproduce import reproduce_all, run_experiment
 from deepbandits.linalg import RidgeState
 from deepbandits.policies import (
     BootstrappedNN,
@@ -95,11 +109,17 @@ __all__ = [
     "data_home",
     "dataset_names",
     "env_names",
+    "load_config",
     "load_dataset",
     "load_policy",
+    "load_results",
     "make_env",
+    "make_executor",
     "make_policy",
     "policy_names",
+    "reproduce_all",
     "run",
+    "run_experiment",
+    "run_sweep",
     "tune",
 ]

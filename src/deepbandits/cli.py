@@ -28,14 +28,22 @@ from deepbandits.datasets.location import cache_home
 from deepbandits.envs import env_names
 from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.experiments.compare import compare, format_table, label_of
-from deepbandits.experiments.matched import DESCRIPTION as MATCHED_DESCRIPTION
-from deepbandits.experiments.matched import run_matched
-from deepbandits.experiments.paper import (
-    EXPERIMENTS,
-    PAPER_CHECKPOINTS,
-    experiment_names,
-    reproduce,
+from deepbandits.experiments.config import (
+    ExperimentConfig,
+    builtin_config,
+    builtin_configs,
+    load_config,
 )
+from deepbandits.experiments.executors import BACKENDS, Executor, make_executor
+from deepbandits.experiments.matched import run_matched
+from deepbandits.experiments.reproduce import (
+    PAPER_CHECKPOINTS,
+    expected_cpu_seconds,
+    format_duration,
+    reproduce_all,
+    run_experiment,
+)
+from deepbandits.experiments.runner import FORMATS
 from deepbandits.experiments.specs import format_seeds, parse_seeds, split_specs
 from deepbandits.experiments.tune import tune
 from deepbandits.policies import (
@@ -49,7 +57,7 @@ from deepbandits.report import build_report
 #: Exceptions caused by what the user gave or by the machine's files and folders: reported in
 #: one paragraph with exit status 2. Anything else is a bug of the library.
 USER_ERRORS = (DeepBanditsError, ValueError, TypeError, OSError)
-MATCHED = "matched"  # reproduce NAME of the matched protocol
+MATCHED = "matched"  # the config of the matched protocol, with options of its own
 DEMO_POLICIES = ["linucb", "neural-lingreedy", "neural-linucb", "neural-sigma2-linucb"]
 SPEC_HELP = (
     "registry name with optional parameters, NAME[:key=value,key=value], the keywords of "
@@ -151,10 +159,7 @@ def _common(
         default=seeds,
         help=f"seeds, e.g. 0-4 or 1,3,5, each once (default: {seeds})",
     )
-    p.add_argument(
-        "--jobs", type=positive_int, default=1, help="runs in parallel processes (default: 1)"
-    )
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _engine(p, jobs_default=1)
 
 
 def _checkpoints(p: argparse.ArgumentParser) -> None:
@@ -171,6 +176,48 @@ def _checkpoints(p: argparse.ArgumentParser) -> None:
         default=500,
         help="hold-out rounds per checkpoint (default: 500)",
     )
+
+
+def _experiment_options(p: argparse.ArgumentParser) -> None:
+    """Options of the commands that run experiment configs (``reproduce``, ``experiment``)."""
+    p.add_argument("--quick", action="store_true", help="the config's smoke-test scale ([quick])")
+    _engine(p, jobs_default=None)
+
+
+def _engine(p: argparse.ArgumentParser, *, jobs_default: int | None) -> None:
+    """Options of the sweep engine: workers, backend, format, recomputation, device."""
+    every = "every core" if jobs_default is None else str(jobs_default)
+    p.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=jobs_default,
+        help=f"runs in parallel worker processes, one thread each (default: {every}; with "
+        "--backend ray: the CPUs of a new local Ray instance)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="where runs execute: local worker processes, or a Ray cluster (pip install "
+        "'deepbandits[ray]'; default: local)",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="Ray cluster address, 'auto' or HOST:PORT (default: $RAY_ADDRESS, else a new local "
+        "instance)",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="csv",
+        help="per-round records as CSV or Parquet (default: csv)",
+    )
+    p.add_argument("--force", action="store_true", help="recompute finished runs")
+    p.add_argument(
+        "--device", default=None, help="device of the networks, e.g. cuda (default: cpu)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -238,36 +285,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_rep2 = sub.add_parser(
         "reproduce",
-        help="run one of the paper's experiments and report it",
-        description="Run a named experiment of the paper (resumable) and write its report to "
-        "OUT/report. 'deepbandits list' describes each experiment. 'matched' is the matched "
-        "protocol: every neural policy with the same network budget, tuned alike (Optuna), "
-        "evaluated on fresh seeds and paired against Neural-σ²-LinUCB; it writes "
-        "OUT/matched.csv and OUT/matched.md and takes --quick, --envs, --trials and "
-        "--tuning-seeds.",
+        help="run the paper's experiments (one, or --all) and report them",
+        description="Run an experiment of the paper, as its shipped config says (resumable: "
+        "finished runs are skipped), and write its report to OUT/report; --all runs every one "
+        "into OUT/<name> and builds one report over all of them (OUT/report). --list names "
+        "them with what each reproduces and its expected CPU time. --quick scales each down "
+        "(as its config's [quick] table says) to check that everything works. 'matched' also "
+        "takes --envs, --trials and --tuning-seeds.",
     )
-    p_rep2.add_argument("experiment", help=f"one of: {', '.join(experiment_names())}, {MATCHED}")
-    p_rep2.add_argument("--out", type=Path, default=None, help="default: results/EXPERIMENT")
+    p_rep2.add_argument("experiment", nargs="?", default=None, help="experiment name (--list)")
+    p_rep2.add_argument("--list", action="store_true", help="list the experiments and exit")
+    p_rep2.add_argument("--all", action="store_true", help="run every experiment")
+    p_rep2.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: results/EXPERIMENT (--all: results/paper, or results/paper-quick)",
+    )
     p_rep2.add_argument(
         "--seeds",
         type=seed_list,
         default=None,
-        help="override the paper's seeds, e.g. 0-1 (matched: evaluation)",
+        help="override the config's seeds, e.g. 0-1 (matched: evaluation seeds)",
     )
     p_rep2.add_argument(
         "--T",
         type=positive_int,
         default=None,
-        help="override the paper's horizon (matched: every env)",
+        help="override the config's horizon (matched: every environment)",
     )
-    p_rep2.add_argument("--jobs", type=positive_int, default=1, help="runs in parallel processes")
-    p_rep2.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p_rep2.add_argument(
-        "--quick",
-        action="store_true",
-        help="matched only: smoke-test scale (h1 and shuttle, T=1000, 3 trials, 3 eval seeds, "
-        "100 training steps)",
-    )
+    _experiment_options(p_rep2)
     p_rep2.add_argument("--envs", default=None, help="matched only: environments, e.g. h1,shuttle")
     p_rep2.add_argument(
         "--trials", type=positive_int, default=None, help="matched only: trials per tuning"
@@ -278,6 +325,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="matched only: seeds of every trial (default 100-101)",
     )
+
+    p_exp = sub.add_parser(
+        "experiment",
+        help="run or check your own experiment config (TOML)",
+        description="'run FILE' runs an experiment config written in the format of the shipped "
+        "ones (deepbandits/experiments/configs/*.toml; see the README) into OUT (default: "
+        "results/NAME) and writes its report; 'check FILE' only validates it and prints what "
+        "it would run.",
+    )
+    p_exp.add_argument("action", choices=("run", "check"), help="run or check")
+    p_exp.add_argument("config", type=Path, help="the TOML file")
+    p_exp.add_argument("--out", type=Path, default=None, help="default: results/NAME")
+    _experiment_options(p_exp)
 
     p_tune = sub.add_parser(
         "tune",
@@ -431,11 +491,9 @@ def _list(args: argparse.Namespace) -> int:
         keys = ",".join(f"{k}={v}" for k, v in settings.items())
         print(f"  {name} = {base}:{keys}")
     print("environments:", ", ".join(env_names()))
-    print("paper experiments (deepbandits reproduce NAME):")
-    for name in experiment_names():
-        exp = EXPERIMENTS[name]
-        print(f"  {name}: {exp.description} [{exp.env}; T={exp.T}; {len(exp.seeds)} seeds]")
-    print(f"  {MATCHED}: {MATCHED_DESCRIPTION}")
+    print("paper experiments (deepbandits reproduce NAME; --list for their cost):")
+    for config in builtin_configs().values():
+        print(f"  {config.name}: {config.title} [{', '.join(config.reproduces)}]")
     return 0
 
 
@@ -446,25 +504,132 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _executor(args: argparse.Namespace) -> Executor:
+    """The sweep engine's executor of the command line's ``--backend``, ``--jobs`` and
+    ``--address``."""
+    return make_executor(args.backend, workers=args.jobs, address=args.address)
+
+
+def _list_experiments() -> int:
+    """``deepbandits reproduce --list``: every shipped experiment, what it reproduces and its
+    expected CPU time, quick and full."""
+    configs = list(builtin_configs().values())
+    rows = [("name", "reproduces", "quick CPU", "full CPU")]
+    for c in configs:
+        cost = [format_duration(x) if x is not None else "?" for x in (c.quick_cpu_s, c.full_cpu_s)]
+        rows.append((c.name, ", ".join(c.reproduces), *cost))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    quick, full = expected_cpu_seconds(configs, True), expected_cpu_seconds(configs, False)
+    print(
+        f"\n{len(configs)} experiments; all of them: {format_duration(quick)} quick, "
+        f"{format_duration(full)} full (CPU time on one core of a 2-core machine; divide by "
+        "--jobs for the wall time)"
+    )
+    return 0
+
+
 def _reproduce(args: argparse.Namespace) -> int:
-    """``deepbandits reproduce``: one of the paper's experiments, or the matched protocol."""
-    if args.experiment == MATCHED:
-        return _matched(args)
-    if args.experiment not in EXPERIMENTS:
-        names = ", ".join([*experiment_names(), MATCHED])
-        raise InputValueError(f"unknown experiment {args.experiment!r}; expected one of {names}")
+    """``deepbandits reproduce``: one of the paper's experiments, all of them, or the list."""
+    if args.list:
+        return _list_experiments()
+    if args.all == (args.experiment is not None):
+        raise InputValueError(
+            "give one experiment name or --all (or --list to see the names), e.g. "
+            "'deepbandits reproduce demo-h1' or 'deepbandits reproduce --all --quick'"
+        )
+    if args.all:
+        return _reproduce_all(args)
+    config = builtin_config(args.experiment)
+    if config.name == MATCHED:
+        return _matched(args, config)
     _matched_only(args)
-    out = check_writable(args.out or Path("results") / args.experiment)
-    summary, page, md = reproduce(
-        args.experiment,
+    return _run_config(args, config)
+
+
+def _experiment(args: argparse.Namespace) -> int:
+    """``deepbandits experiment run|check FILE``: a user's experiment config."""
+    config = load_config(args.config)
+    if args.action == "check":
+        scaled = config.scaled(args.quick)
+        print(f"{args.config}: a valid {scaled.kind} experiment, {scaled.name!r}: {scaled.title}")
+        if scaled.kind == "sweep":
+            print(f"  env {scaled.env}; T={scaled.T}; seeds {format_seeds(list(scaled.seeds))}")
+            for spec in scaled.policy_list():
+                print(f"  policy {spec}")
+        return 0
+    args.seeds = args.T = None
+    return _run_config(args, config)
+
+
+def _run_config(args: argparse.Namespace, config: ExperimentConfig) -> int:
+    """Run one config into ``--out`` (default ``results/NAME``) and print where it went."""
+    out = check_writable(args.out or Path("results") / config.name)
+    executor = _executor(args)
+    cpu = config.quick_cpu_s if args.quick else config.full_cpu_s
+    if cpu is not None and not args.no_progress:
+        print(f"{config.name}: expected CPU time {format_duration(cpu)}", file=sys.stderr)
+    outcome = run_experiment(
+        config,
         out,
+        quick=args.quick,
         seeds=args.seeds,
         T=args.T,
-        jobs=args.jobs,
+        executor=executor,
+        force=args.force,
+        fmt=args.format,
+        device=args.device,
         progress=not args.no_progress,
     )
-    print(format_table(summary))
-    print(f"\nruns:   {out}/<policy>/seed_<s>.csv\nreport: {page}\n        {md}")
+    if config.kind == "sweep":
+        print(format_table(outcome.summary))
+        print(f"\nruns:   {out}/<policy>/seed_<s>.json (+ .{args.format})")
+    else:
+        print(outcome.reports[0].read_text())
+    for path in outcome.reports:
+        print(f"report: {path}")
+    return 0
+
+
+def _reproduce_all(args: argparse.Namespace) -> int:
+    """``deepbandits reproduce --all``: every experiment, then one report over all of them."""
+    _matched_only(args)
+    if args.seeds is not None or args.T is not None:
+        raise InputValueError("--seeds and --T apply to one experiment, not to --all")
+    out = check_writable(args.out or Path("results") / ("paper-quick" if args.quick else "paper"))
+    configs = list(builtin_configs().values())
+    cpu = expected_cpu_seconds(configs, args.quick)
+    workers = args.jobs or os.cpu_count() or 1
+    print(
+        f"{len(configs)} experiments{' (quick)' if args.quick else ''}: expected CPU time "
+        f"{format_duration(cpu)}, about {format_duration(cpu / workers)} with {workers} "
+        "worker(s)",
+        flush=True,
+    )
+    entries, (page, md) = reproduce_all(
+        out,
+        quick=args.quick,
+        executor=_executor(args),
+        force=args.force,
+        fmt=args.format,
+        device=args.device,
+        progress=not args.no_progress,
+    )
+    failed = [e for e in entries if e["status"] != "done"]
+    for entry in entries:
+        print(
+            f"  {entry['status']:6}  {entry['name']}"
+            + (f": {entry['error']}" if entry["error"] else "")
+        )
+    print(f"\nreport: {page}\n        {md}")
+    if failed:
+        print(
+            f"{len(failed)} experiment(s) failed; their tracebacks are in OUT/<name>/error.txt; "
+            "repeat the command to resume",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -486,14 +651,17 @@ def _compare(args: argparse.Namespace) -> int:
         args.seeds,
         args.T,
         args.out,
-        jobs=args.jobs,
+        executor=_executor(args),
+        force=args.force,
+        fmt=args.format,
+        device=args.device,
         progress=not args.no_progress,
         checkpoints=[c for c in PAPER_CHECKPOINTS if c <= args.T] if demo else args.checkpoints,
         holdout_size=getattr(args, "holdout", 500),
     )
     page = build_report(args.out, args.out / "report")[0] if demo else None
     print(format_table(summary))
-    print(f"\nper-run records: {args.out}/<policy>/seed_<s>.csv (+ .json configuration)")
+    print(f"\nper-run records: {args.out}/<policy>/seed_<s>.{args.format} (+ .json configuration)")
     print(f"table: {args.out / 'summary.csv'}")
     print(f"plot:  {args.out / 'regret.png'}")
     if page is not None:
@@ -508,7 +676,6 @@ def _matched_only(args: argparse.Namespace) -> None:
     given = [
         flag
         for flag, value in (
-            ("--quick", args.quick),
             ("--envs", args.envs),
             ("--trials", args.trials),
             ("--tuning-seeds", args.tuning_seeds),
@@ -518,23 +685,29 @@ def _matched_only(args: argparse.Namespace) -> None:
     if given:
         raise InputValueError(
             f"{', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} of "
-            f"'deepbandits reproduce {MATCHED}' only, not of {args.experiment!r}"
+            f"'deepbandits reproduce {MATCHED}' only, not of "
+            f"{'--all' if args.experiment is None else repr(args.experiment)}"
         )
 
 
-def _matched(args: argparse.Namespace) -> int:
+def _matched(args: argparse.Namespace, config: ExperimentConfig) -> int:
     """``deepbandits reproduce matched``: run the matched protocol and print its report."""
+    if args.backend != "local" or args.format != "csv" or args.force or args.device:
+        raise InputValueError(
+            "the matched protocol runs its tunings on local processes (--jobs) and takes "
+            "neither --backend, --format, --force nor --device"
+        )
     out = check_writable(args.out or Path("results") / MATCHED)
     run_matched(
         out,
+        protocol=config.scaled(args.quick).matched_protocol(),
         envs=None if args.envs is None else split_specs([args.envs]),
         n_trials=args.trials,
         eval_seeds=args.seeds,
         tuning_seeds=args.tuning_seeds,
         T=args.T,
-        jobs=args.jobs,
+        jobs=args.jobs or os.cpu_count() or 1,
         progress=not args.no_progress,
-        quick=args.quick,
     )
     print((out / "matched.md").read_text())
     print(f"table:  {out / 'matched.csv'}\nreport: {out / 'matched.md'}")
@@ -585,6 +758,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _compare,
     "report": _report,
     "reproduce": _reproduce,
+    "experiment": _experiment,
     "tune": _tune,
     "list": _list,
 }

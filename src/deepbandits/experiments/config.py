@@ -46,10 +46,11 @@ Schema (``[run]``, ``[latency]`` or ``[matched]`` according to ``kind``)::
 
     [[claims]]                        # what the paper's text says of a figure (kind "sweep")
     text = "Neural-σ²-LinUCB has the lowest regret"
-    check = "lowest"                  # "lowest": policy's mean metric is the lowest of all;
-                                      # "below": policy's mean < than's mean
+    check = "lowest"                  # "lowest" / "highest": policy's mean metric is the
+                                      # lowest / highest of all; "below" / "above": policy's
+                                      # mean < / > than's mean
     policy = "neural-sigma2-linucb"   # one of [run] policies (of the expansion of "all")
-    than = "neural-linucb"            # required for "below", refused for "lowest"
+    than = "neural-linucb"            # required for "below"/"above", refused otherwise
     metric = "final_regret"           # a column of the report's per-run table (default)
 
 Dataset environments are not loaded during validation (only their name and keywords are
@@ -74,13 +75,14 @@ from deepbandits.experiments.matched import MatchedProtocol
 from deepbandits.experiments.specs import parse_seeds, parse_spec
 from deepbandits.experiments.tune import with_params
 from deepbandits.policies import distinct_policy_names, make_policy
+from deepbandits.report.paper import CHECKS as CLAIM_CHECKS
 
 #: Folder of the shipped configs (package data).
 CONFIG_DIR = Path(__file__).with_name("configs")
 #: Kinds of experiment, and the table each one needs.
 SECTIONS: dict[str, str] = {"sweep": "run", "latency": "latency", "matched": "matched"}
-#: Checks a claim can make.
-CHECKS = ("lowest", "below")
+#: Checks a claim can make (:data:`deepbandits.report.paper.CHECKS`).
+CHECKS = tuple(CLAIM_CHECKS)
 #: Metrics a claim or the paper's numbers may name: the columns of the report's per-run table.
 METRICS = (
     "final_regret",
@@ -136,8 +138,9 @@ class ConfigError(InputValueError):
 class Claim:
     """What the paper's text says of a figure, as a check on the measured per-run table.
 
-    ``"lowest"``: ``policy``'s mean ``metric`` over seeds is the lowest of all policies;
-    ``"below"``: ``policy``'s mean is below ``than``'s.
+    ``"lowest"`` (``"highest"``): ``policy``'s mean ``metric`` over seeds is the lowest
+    (highest) of all policies; ``"below"`` (``"above"``): ``policy``'s mean is below (above)
+    ``than``'s.
     """
 
     text: str
@@ -775,10 +778,13 @@ def _claims(path: Path, value: Any) -> tuple[Claim, ...]:
     for i, item in enumerate(value):
         section = _Section(path, f"claims[{i}]", item, _CLAIM)
         claim = section.read_all(_CLAIM, {"metric": "final_regret", "than": None})
-        if claim["check"] == "below" and claim["than"] is None:
-            raise section.fail("than", "the policy to compare with (check 'below')", _MISSING)
-        if claim["check"] == "lowest" and claim["than"] is not None:
-            raise section.fail("than", "no 'than' with check 'lowest'", claim["than"])
+        against_best = CLAIM_CHECKS[claim["check"]][0]
+        if not against_best and claim["than"] is None:
+            raise section.fail(
+                "than", f"the policy to compare with (check {claim['check']!r})", _MISSING
+            )
+        if against_best and claim["than"] is not None:
+            raise section.fail("than", f"no 'than' with check {claim['check']!r}", claim["than"])
         claims.append(Claim(**claim))
     return tuple(claims)
 
