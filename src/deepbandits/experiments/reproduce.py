@@ -21,6 +21,7 @@ failed one, and builds one report over all of them (``root/report``).
 from __future__ import annotations
 
 import json
+import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from tqdm.auto import tqdm
 
 from deepbandits._io import folder_lock, write_atomic
 from deepbandits._validation import check_int
@@ -196,8 +198,12 @@ def reproduce_all(
         )
     executor = LocalExecutor() if executor is None else executor
     entries = []
-    for name in chosen:
+    for i, name in enumerate(chosen, start=1):
         config = configs[name]
+        if progress:
+            cost = config.quick_cpu_s if quick else config.full_cpu_s
+            expected = "" if cost is None else f", expected CPU time {format_duration(cost)}"
+            tqdm.write(f"[{i}/{len(chosen)}] {name}: {config.title}{expected}", file=sys.stderr)
         entry: dict[str, Any] = {
             "name": name,
             "title": config.title,

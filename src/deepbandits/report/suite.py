@@ -214,8 +214,18 @@ def build_suite_report(
             "text makes about the figure checked on our runs (claims holding: how many hold).",
         ),
         ("table", (["experiment", "reproduces", "status", "claims holding"], rows)),
-        *sections,
     ]
+    if any(e.quick for e in checked):
+        doc.append(
+            (
+                "p",
+                "Experiments marked quick ran at the smoke-test scale of their config's [quick] "
+                "table (fewer rounds and seeds, shorter trainings): they check that everything "
+                "runs, and their claims are not expected to hold. Run without --quick for the "
+                "paper's scale.",
+            )
+        )
+    doc += sections
     title = "deepbandits: the paper's experiments"
     md, page = out / "README.md", out / "index.html"
     write_atomic(md, to_markdown(doc, title))
