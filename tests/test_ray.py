@@ -6,10 +6,11 @@ import pandas as pd
 import pytest
 
 from deepbandits.errors import InputValueError
-from deepbandits.experiments.executors import LocalExecutor, RayExecutor
+from deepbandits.experiments.compare import compare
+from deepbandits.experiments.executors import Job, LocalExecutor, RayExecutor, check_device
 from deepbandits.experiments.results import load_results
 from deepbandits.experiments.sweep import failed_path, run_sweep
-from test_sweep import TIMES, make_jobs
+from test_sweep import NEURAL, TIMES, make_jobs
 
 try:
     import ray
@@ -49,3 +50,28 @@ def test_a_sweep_through_ray_equals_the_local_executors(local_ray, tmp_path):
 def test_num_cpus_is_refused_with_a_cluster_address():
     with pytest.raises(InputValueError, match="num_cpus sizes a new local Ray instance"):
         RayExecutor("auto", num_cpus=2)
+
+
+def test_workers_are_the_cpus_of_the_instance_it_starts():
+    assert RayExecutor(num_cpus=3).workers == 3
+    assert RayExecutor().workers is None  # Ray decides: this machine's or a cluster's CPUs
+    with pytest.raises(AttributeError):
+        RayExecutor().workers = 2
+
+
+def test_an_indexed_gpu_is_refused_before_any_job_is_submitted(tmp_path):
+    executor = RayExecutor()
+    refused = r"device 'cuda:1' names a GPU, but with the Ray backend Ray picks .*'cuda'"
+    job = Job(NEURAL, "h1:d=4", 0, 30, tmp_path / "run", device="cuda:1")
+    with pytest.raises(InputValueError, match=refused):
+        next(executor.map_unordered([job]))
+    own = dataclasses.replace(job, policy_spec=NEURAL + ",device=cuda:1", device=None)
+    with pytest.raises(InputValueError, match=refused):
+        next(executor.map_unordered([own]))
+    with pytest.raises(InputValueError, match=refused):
+        compare([NEURAL], "h1:d=4", [0], 30, tmp_path, executor=executor, device="cuda:1")
+    assert not list(tmp_path.rglob("*.json"))
+    check_device("cuda", executor)  # the cluster's GPUs, which this machine need not have
+    check_device("cpu", executor)
+    with pytest.raises(InputValueError, match="device 'tpu' is not a torch device"):
+        check_device("tpu", executor)

@@ -24,8 +24,8 @@ from deepbandits.experiments.reproduce import run_experiment
 from deepbandits.experiments.runner import (
     RunResult,
     UnfinishedRunError,
-    holdout_path,
     load_finished,
+    table_path,
 )
 from deepbandits.experiments.tune import tune
 
@@ -60,7 +60,7 @@ def stem(out, seed):
 
 def files(out, seed):
     s = stem(out, seed)
-    return [s.with_suffix(".json"), s.with_suffix(".csv"), holdout_path(s)]
+    return [s.with_suffix(".json"), s.with_suffix(".csv"), table_path(s, "holdout")]
 
 
 def same_results(out, clean):
@@ -113,8 +113,8 @@ DAMAGE = {
     "csv of another seed": lambda out: shutil.copy(
         stem(out, 0).with_suffix(".csv"), stem(out, 1).with_suffix(".csv")
     ),
-    "holdout truncated": lambda out: cut(holdout_path(stem(out, 1))),
-    "holdout missing": lambda out: holdout_path(stem(out, 1)).unlink(),
+    "holdout truncated": lambda out: cut(table_path(stem(out, 1), "holdout")),
+    "holdout missing": lambda out: table_path(stem(out, 1), "holdout").unlink(),
     "csv one row short, json without digests": lambda out: (
         without_digests(out),
         drop_last_row(stem(out, 1).with_suffix(".csv")),

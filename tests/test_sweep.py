@@ -16,10 +16,13 @@ from deepbandits.errors import DataNotFoundError, InputValueError
 from deepbandits.experiments import executors
 from deepbandits.experiments.compare import compare
 from deepbandits.experiments.executors import (
+    WORKER_DIED,
     Job,
     LocalExecutor,
     RayExecutor,
     RayUnavailableError,
+    applied_device,
+    job_device,
     make_executor,
 )
 from deepbandits.experiments.results import RUN_COLUMNS, load_results
@@ -180,13 +183,69 @@ def test_one_and_two_local_workers_give_identical_records(swept, tmp_path):
     pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
+def names(out):
+    return sorted(p.relative_to(out).as_posix() for p in Path(out).rglob("*") if p.is_file())
+
+
+def in_format(out, fmt):
+    """The names of the files of the sweep of :func:`make_jobs` in format ``fmt``."""
+    return sorted(f"p{i}/seed_{s}.{ext}" for i in (0, 1) for s in SEEDS for ext in (fmt, "json"))
+
+
 def test_parquet_and_csv_runs_read_back_as_the_same_table(swept, tmp_path):
     run_sweep(make_jobs(tmp_path), executor=LocalExecutor(1), fmt="parquet", progress=False)
-    names = sorted(p.name for p in (tmp_path / "p0").iterdir())
-    assert names == ["seed_0.json", "seed_0.parquet", "seed_1.json", "seed_1.parquet"]
+    assert names(tmp_path) == in_format(tmp_path, "parquet")
     pd.testing.assert_frame_equal(records(tmp_path), records(swept), check_exact=True)
-    counting = Counting()  # finished in either format
-    assert len(run_sweep(make_jobs(tmp_path), executor=counting, progress=False).skipped) == 4
+
+
+@pytest.mark.parametrize(("first", "then"), [("csv", "parquet"), ("parquet", "csv")])
+def test_a_sweep_saves_finished_runs_of_the_other_format_in_its_own(swept, copy, first, then):
+    run_sweep(make_jobs(copy), executor=LocalExecutor(1), fmt=first, progress=False)
+    assert names(copy) == in_format(copy, first)
+    counting = Counting()
+    result = run_sweep(make_jobs(copy), executor=counting, fmt=then, progress=False)
+    assert counting.jobs == [] and len(result.skipped) == 4  # not computed again
+    assert names(copy) == in_format(copy, then)
+    # the same runs, timings included: saved again, not computed again
+    pd.testing.assert_frame_equal(load_results(copy), load_results(swept), check_exact=True)
+
+
+def test_a_failure_record_is_removed_once_its_run_is_found_finished(copy):
+    stale = failed_path(make_jobs(copy)[1].stem)
+    stale.write_text("{}")
+    result = run_sweep(make_jobs(copy), executor=Counting(), progress=False)
+    assert len(result.skipped) == 4 and not stale.exists()
+
+
+#: :func:`executors.attempt` as imported, before a test replaces it.
+ATTEMPT = executors.attempt
+
+
+def attempt_or_die(job, progress=False):
+    """:func:`executors.attempt`, but the worker process dies on seed 1 (run in spawned
+    workers, which import this module by name)."""
+    if job.seed == 1:
+        os._exit(1)
+    return ATTEMPT(job, progress)
+
+
+def test_a_worker_that_dies_fails_its_jobs_and_the_others_go_on(swept, tmp_path, monkeypatch):
+    every = make_jobs(tmp_path)
+    dying, other = [every[1], every[3]], every[0]  # the two seed-1 jobs start first
+    monkeypatch.setattr(executors, "attempt", attempt_or_die)
+    result = run_sweep([*dying, other], executor=LocalExecutor(2), progress=False)
+    assert sorted((f.job for f in result.failed), key=dying.index) == dying
+    assert result.done == [other]  # in a fresh pool: no job ended in the broken one
+    for failure in result.failed:
+        assert failure.error.startswith(f"BrokenProcessPool: {WORKER_DIED}")
+        assert json.loads(failed_path(failure.job.stem).read_text())["error"] == failure.error
+    monkeypatch.undo()
+    counting = Counting()
+    run_sweep([*dying, other], executor=counting, progress=False)
+    assert counting.jobs == dying and not any(failed_path(j.stem).exists() for j in dying)
+    want = records(swept)
+    want = want[want["run"] != "p1/seed_0"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(records(tmp_path), want, check_exact=True)
 
 
 def test_load_results_has_one_row_per_round_and_the_run_columns(swept):
@@ -237,6 +296,47 @@ def test_the_config_hash_changes_with_every_field_but_the_stem():
     # without checkpoints, the hold-out size plays no part
     bare = dataclasses.replace(job, checkpoints=())
     assert dataclasses.replace(bare, holdout_size=99).config_hash == bare.config_hash
+
+
+def test_device_is_given_only_to_the_policies_that_have_a_network(tmp_path):
+    assert applied_device("linucb", "cuda") is None
+    assert applied_device("kernel-ucb", "cuda") is None
+    assert applied_device(NEURAL, "cuda") == "cuda"
+    assert applied_device(NEURAL + ",device=cpu", "cuda") is None  # its own device
+    assert applied_device(NEURAL, None) is None
+    compare(["linucb", NEURAL], "h1:d=4", [0], 30, tmp_path, progress=False)
+    refused = r"seed_0 was run with device None \(now 'cpu'\)"
+    with pytest.raises(InputValueError, match=refused) as error:
+        compare(["linucb", NEURAL], "h1:d=4", [0], 30, tmp_path, device="cpu", progress=False)
+    assert "linucb/seed_0" not in str(error.value)  # only the network's run is refused
+    counting = Counting()  # the linear run is the same on any device: nothing to compute
+    compare(["linucb"], "h1:d=4", [0], 30, tmp_path, executor=counting, device="cpu")
+    assert counting.jobs == []
+
+
+def test_the_ray_gpu_follows_where_the_networks_run(tmp_path):
+    def job(spec, device):
+        return Job(spec, "h1:d=4", 0, T, tmp_path / "x", device=device)
+
+    assert job_device(job("linucb", "cuda")) is None
+    assert job_device(job(NEURAL, "cuda")) == "cuda"
+    assert job_device(job(NEURAL + ",device=cuda", None)) == "cuda"
+    assert job_device(job(NEURAL + ",device=cpu", "cuda")) == "cpu"
+    assert [executors._gpus(d) for d in (None, "cpu", "cuda", "cuda:0")] == [0, 0, 1, 1]
+
+
+def test_compare_checks_the_device_before_any_run(tmp_path):
+    bad = {"tpu": r"device 'tpu' is not a torch device"}
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        bad[f"cuda:{count}"] = rf"device 'cuda:{count}' was asked for, but this machine has"
+    else:
+        bad["cuda"] = r"device 'cuda' was asked for, but CUDA is not available"
+    for device, message in bad.items():
+        counting = Counting()
+        with pytest.raises(InputValueError, match=message):
+            compare(["linucb"], "h1:d=4", [0], 30, tmp_path, executor=counting, device=device)
+        assert counting.jobs == [] and not list(tmp_path.rglob("*.json"))
 
 
 def test_device_reaches_only_the_policies_that_have_a_network():

@@ -40,7 +40,14 @@ from deepbandits._io import folder_lock, write_atomic
 from deepbandits._validation import check_int
 from deepbandits.envs import make_env
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.experiments.executors import Executor, Job, LocalExecutor, build_policy
+from deepbandits.experiments.executors import (
+    Executor,
+    Job,
+    LocalExecutor,
+    applied_device,
+    build_policy,
+    check_device,
+)
 from deepbandits.experiments.runner import (
     RunResult,
     check_checkpoints,
@@ -58,8 +65,18 @@ def label_of(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", spec.replace(":", "__"))
 
 
-def check_specs(policy_specs: list[str], env_spec: str, T: int) -> None:
-    """Build each policy and the environment once, so bad options fail before any run starts."""
+def check_specs(
+    policy_specs: list[str],
+    env_spec: str,
+    T: int,
+    device: str | None = None,
+    executor: Executor | None = None,
+) -> None:
+    """Build each policy and the environment once, and check ``device`` for ``executor``'s
+    jobs (:func:`~deepbandits.experiments.executors.check_device`), so that bad options fail
+    before any run starts."""
+    if device is not None:
+        check_device(device, executor)
     env_name, env_params = parse_spec(env_spec)
     env = make_env(env_name, **env_params)
     for spec in policy_specs:
@@ -95,7 +112,9 @@ def compare(
 
     ``checkpoints`` and ``holdout_size`` are passed to :func:`~deepbandits.experiments.run`
     (hold-out forecasts for Eq. calib2); ``device`` (e.g. ``"cuda"``) puts the networks of the
-    policies that have one there. The runs are computed by ``executor``
+    policies that have one, and whose specification names no device, there (it is part of
+    those runs' configuration only: a policy without a network has the same runs on every
+    device). The runs are computed by ``executor``
     (:mod:`~deepbandits.experiments.executors`), by default ``jobs`` local worker processes
     (:class:`~deepbandits.experiments.executors.LocalExecutor`); ``force`` recomputes finished
     runs; ``fmt`` (``"csv"`` or ``"parquet"``) is the format of the runs' tables.
@@ -104,9 +123,11 @@ def compare(
     ------
     InputValueError
         For bad arguments (no policy or seed, a repeated policy label or seed, ``T`` or
-        ``jobs`` below 1, ``jobs`` with an ``executor``), a bad specification, or a finished
-        run in ``out`` made with another configuration, without ``force``
-        (:func:`~deepbandits.experiments.sweep.is_finished`).
+        ``jobs`` below 1, ``jobs`` with an ``executor``), a bad specification, a ``device``
+        the executor's jobs cannot use (not a torch device, CUDA where there is none, a GPU
+        index with Ray: :func:`~deepbandits.experiments.executors.check_device`), or a
+        finished run in ``out`` made with another configuration, without ``force``
+        (:func:`~deepbandits.experiments.sweep.finished_run`). Nothing runs then.
     ConcurrentUseError
         When another process is writing into ``out``.
     SweepFailedError
@@ -130,8 +151,9 @@ def compare(
     _distinct(seeds, "seeds")
     _distinct([label_of(spec) for spec in policy_specs], "policy labels")
     points = tuple(check_checkpoints(checkpoints, T))
+    executor = LocalExecutor(jobs, progress=progress) if executor is None else executor
     with folder_lock(out):
-        check_specs(policy_specs, env_spec, T)
+        check_specs(policy_specs, env_spec, T, device, executor)
         every = [
             Job(
                 spec,
@@ -141,14 +163,14 @@ def compare(
                 out / label_of(spec) / f"seed_{s}",
                 points,
                 holdout_size,
-                device,
+                applied_device(spec, device),
             )
             for spec in policy_specs
             for s in seeds
         ]
         sweep = run_sweep(
             every,
-            executor=LocalExecutor(jobs, progress=progress) if executor is None else executor,
+            executor=executor,
             force=force,
             fmt=fmt,
             progress=progress,

@@ -12,9 +12,14 @@ on:
 
 * :class:`LocalExecutor`: worker processes on this machine
   (:func:`~deepbandits._io.worker_pool`, whose workers exit when the sweep dies), or the calling
-  process itself with one worker;
-* :class:`RayExecutor`: the tasks of a Ray cluster, one CPU (or one GPU for a job with
-  ``device="cuda"``) each; Ray is an optional extra (``pip install "deepbandits[ray]"``).
+  process itself with one worker; a worker that dies (out of memory, a crash) fails the jobs it
+  was running beside, and the others go on;
+* :class:`RayExecutor`: the tasks of a Ray cluster, one CPU (and one GPU for a job whose
+  networks run on ``"cuda"``) each; Ray is an optional extra (``pip install "deepbandits[ray]"``).
+
+A job's ``device`` concerns its policy's networks only: :func:`applied_device` is what a sweep's
+device gives a policy (nothing to one without a network), and :func:`check_device` refuses, before
+any job runs, a device the executor's jobs cannot use.
 
 Every job runs with torch's and the BLAS's thread pools pinned to one thread
 (:func:`~deepbandits.experiments.runner.pinned_threads`), so parallel jobs do not oversubscribe
@@ -27,11 +32,15 @@ import hashlib
 import json
 import os
 import traceback
+from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+import torch
 
 from deepbandits._io import worker_pool
 from deepbandits._validation import check_choice, check_int
@@ -40,6 +49,7 @@ from deepbandits.envs import Environment, make_env
 from deepbandits.errors import InputValueError
 from deepbandits.experiments.runner import RunResult, pinned_threads, run
 from deepbandits.experiments.specs import parse_spec
+from deepbandits.networks.learner import check_device as check_torch_device
 from deepbandits.policies import Policy, make_policy
 
 #: Library version that enters every configuration hash (``major.minor``): results of another
@@ -52,7 +62,11 @@ class Job:
     """One run of a sweep: ``policy_spec`` on ``env_spec`` with ``seed`` for ``T`` rounds, with
     hold-out forecasts at ``checkpoints`` (``holdout_size`` rounds), the neural networks on
     ``device`` (``None``: the policy's own default), its files at ``stem`` (``<stem>.json``,
-    ``<stem>.csv`` ...)."""
+    ``<stem>.csv`` ...).
+
+    ``device`` enters the configuration hash as it is given: a sweep gives it only to the jobs
+    it applies to (:func:`applied_device`), so that a policy without a network has the same
+    hash on every device."""
 
     policy_spec: str
     env_spec: str
@@ -124,13 +138,33 @@ class Failure:
     traceback: str
 
 
+def applied_device(spec: str, device: str | None) -> str | None:
+    """What ``device`` (a sweep's device, e.g. ``"cuda"``) gives the policy of ``spec``:
+    ``device`` when the policy has a network (a ``device`` parameter) and ``spec`` names no
+    device of its own, else ``None``."""
+    if device is None:
+        return None
+    name, params = parse_spec(spec)
+    return device if "device" not in params and "device" in make_policy(name).get_params() else None
+
+
+def job_device(job: Job) -> str | None:
+    """Where ``job``'s networks run: the device its policy specification names, else
+    :func:`applied_device` of the job's device (``None``: no network, or the policy's default
+    device, the CPU)."""
+    own = parse_spec(job.policy_spec)[1].get("device")
+    return str(own) if own is not None else applied_device(job.policy_spec, job.device)
+
+
 def build_policy(spec: str, env: Environment | None, device: str | None = None) -> Policy:
     """The policy of ``spec`` with the environment's recommended settings
     (:func:`~deepbandits.policies.make_policy` with ``env``), its network on ``device`` when
-    one is given, the policy has a network and ``spec`` names no device."""
+    one is given, the policy has a network and ``spec`` names no device
+    (:func:`applied_device`)."""
     name, params = parse_spec(spec)
-    if device is not None and "device" in make_policy(name).get_params():
-        params.setdefault("device", device)
+    applied = applied_device(spec, device)
+    if applied is not None:
+        params["device"] = applied
     return make_policy(name, env=env, **params)
 
 
@@ -166,7 +200,13 @@ def attempt(job: Job, progress: bool = False) -> RunResult | Failure:
     try:
         return execute_job(job, progress)
     except Exception as exc:
-        return Failure(job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        return _failure(job, exc)
+
+
+def _failure(job: Job, exc: BaseException, why: str = "") -> Failure:
+    """The :class:`Failure` of ``job`` for the exception being handled, ``why`` before its
+    message."""
+    return Failure(job, f"{type(exc).__name__}: {why}{exc}", traceback.format_exc())
 
 
 class Executor(Protocol):
@@ -186,7 +226,14 @@ class Executor(Protocol):
 class LocalExecutor:
     """Jobs in ``workers`` processes on this machine (``None``: one per core,
     :func:`os.cpu_count`); with one worker, or one job, in the calling process, where
-    ``progress`` shows a bar over each run's rounds."""
+    ``progress`` shows a bar over each run's rounds.
+
+    Each worker computes one job at a time, and no job waits in a queue: a worker process that
+    dies (killed for memory, a crash) breaks the pool, the jobs then running (the one that
+    killed it, and those beside it) come back as :class:`Failure`\\ s saying so, and the jobs
+    not started go on in a fresh pool. A crash in the calling process (one worker) ends the
+    sweep.
+    """
 
     def __init__(self, workers: int | None = None, *, progress: bool = False) -> None:
         self.workers = check_int(
@@ -204,10 +251,43 @@ class LocalExecutor:
             for job in jobs:
                 yield job, attempt(job, self.progress)
             return
-        with worker_pool(workers) as pool:
-            futures = {pool.submit(attempt, job): job for job in jobs}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+        waiting = deque(jobs)
+        while waiting:
+            yield from _through_pool(waiting, min(workers, len(waiting)))
+
+
+#: What a :class:`Failure` of a job whose worker process died says.
+WORKER_DIED = (
+    "the worker process died (killed by the system, e.g. out of memory, or crashed) while "
+    "it computed this job or one beside it; "
+)
+
+
+def _through_pool(waiting: deque[Job], workers: int) -> Iterator[tuple[Job, RunResult | Failure]]:
+    """Compute the jobs of ``waiting`` (taken from it as they start) in one pool of
+    ``workers`` processes, at most one job per worker, until none is left or the pool breaks;
+    the jobs running when it breaks are :class:`Failure`\\ s."""
+    with worker_pool(workers) as pool:
+        running: dict[Future[RunResult | Failure], Job] = {}
+        broken = False
+        while running or (waiting and not broken):
+            try:
+                while waiting and len(running) < workers:
+                    running[pool.submit(attempt, waiting[0])] = waiting[0]
+                    waiting.popleft()
+            except BrokenProcessPool:
+                broken = True  # waiting[0] did not start: it goes to the next pool
+            if not running:
+                return
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                job = running.pop(future)
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool as exc:
+                    broken = True
+                    outcome = _failure(job, exc, WORKER_DIED)
+                yield job, outcome
 
 
 class RayUnavailableError(InputValueError):
@@ -215,8 +295,13 @@ class RayUnavailableError(InputValueError):
 
 
 class RayExecutor:
-    """Jobs as tasks of a Ray cluster: one CPU each, and one GPU for a job with
-    ``device="cuda"`` (or ``"cuda:N"``); results stream back to the calling process as they finish.
+    """Jobs as tasks of a Ray cluster: one CPU each, and one GPU for a job whose networks run
+    on ``"cuda"`` (:func:`job_device`); results stream back to the calling process as they
+    finish.
+
+    Ray picks each task's GPU and makes it the only one the task sees (``CUDA_VISIBLE_DEVICES``),
+    where it is ``"cuda"``: an indexed device such as ``"cuda:1"`` would not exist there, and is
+    refused (:class:`~deepbandits.errors.InputValueError`) before any job is submitted.
 
     ``address`` is that of :func:`ray.init`: ``"auto"`` (the cluster this machine belongs
     to), ``"HOST:PORT"``, or ``None``: the ``RAY_ADDRESS`` environment variable, else a new
@@ -251,6 +336,12 @@ class RayExecutor:
         self.address = address
         self.num_cpus = num_cpus
 
+    @property
+    def workers(self) -> int | None:
+        """The CPUs of the local Ray instance it starts (``num_cpus``); ``None`` when Ray
+        decides (all CPUs of this machine, or a cluster's)."""
+        return self.num_cpus
+
     def _connect(self) -> Any:
         import ray
 
@@ -264,9 +355,16 @@ class RayExecutor:
         return max(1, int(self._connect().cluster_resources().get("CPU", 1)))
 
     def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, RunResult | Failure]]:
+        devices = [job_device(job) for job in jobs]
+        for device in devices:
+            if device is not None:
+                check_ray_device(device)
         ray = self._connect()
         task = ray.remote(attempt)
-        pending = {task.options(num_cpus=1, num_gpus=_gpus(job)).remote(job): job for job in jobs}
+        pending = {
+            task.options(num_cpus=1, num_gpus=_gpus(device)).remote(job): job
+            for job, device in zip(jobs, devices, strict=True)
+        }
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
@@ -274,16 +372,57 @@ class RayExecutor:
                 try:
                     outcome = ray.get(ready[0])
                 except ray.exceptions.RayError as exc:  # the task's worker or node was lost
-                    outcome = Failure(job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+                    outcome = _failure(job, exc)
                 yield job, outcome
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
 
 
-def _gpus(job: Job) -> int:
-    """GPUs a job asks of Ray: one on a CUDA device."""
-    return 1 if str(job.device).startswith("cuda") else 0
+def _gpus(device: str | None) -> int:
+    """GPUs a job whose networks run on ``device`` (:func:`job_device`) asks of Ray: one on
+    CUDA."""
+    return 1 if device is not None and torch.device(device).type == "cuda" else 0
+
+
+def check_ray_device(device: str) -> None:
+    """Refuse a ``device`` that Ray tasks cannot use: not a torch device, or an indexed CUDA
+    device (see :class:`RayExecutor`)."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise InputValueError(
+            f"device {device!r} is not a torch device (try 'cpu' or 'cuda')"
+        ) from exc
+    if dev.type == "cuda" and dev.index is not None:
+        raise InputValueError(
+            f"device {device!r} names a GPU, but with the Ray backend Ray picks each job's GPU "
+            "and the job sees it as the only one; give device 'cuda'"
+        )
+
+
+def check_device(device: str, executor: Executor | None = None) -> None:
+    """Refuse a ``device`` that ``executor``'s jobs cannot use, before any job runs: with a
+    :class:`RayExecutor`, :func:`check_ray_device` (the GPUs are the cluster's, not this
+    machine's); with any other executor or ``None`` (the jobs run on this machine), a device
+    that is not ``"cpu"``, ``"cuda"`` or ``"cuda:N"``, CUDA where it is not available, or a GPU
+    index past this machine's GPUs.
+
+    Raises
+    ------
+    InputValueError
+        Naming ``device``, what was given and why it cannot be used.
+    """
+    if isinstance(executor, RayExecutor):
+        check_ray_device(device)
+        return
+    dev = check_torch_device(device)
+    count = torch.cuda.device_count()
+    if dev.type == "cuda" and dev.index is not None and dev.index >= count:
+        raise InputValueError(
+            f"device {device!r} was asked for, but this machine has {count} GPU(s) "
+            f"(cuda:0 to cuda:{count - 1})"
+        )
 
 
 #: Backends of :func:`make_executor`.

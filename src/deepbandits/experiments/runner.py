@@ -148,15 +148,30 @@ def table_path(stem: str | Path, part: str = "records", fmt: str = "csv") -> Pat
     return _file(Path(stem), f".{fmt}" if part == "records" else f".{part}.{fmt}")
 
 
+def _recorded_format(recorded: dict[str, Any], part: str) -> str:
+    """The suffix, without its dot, of the file of ``part`` that a run's JSON records
+    (``recorded``: its ``"files"``); ``"csv"`` when it records none."""
+    record = recorded.get(part)
+    name = record.get("name") if isinstance(record, dict) else None
+    return "csv" if name is None else Path(str(name)).suffix[1:]
+
+
 def _recorded_path(stem: Path, recorded: dict[str, Any], part: str) -> Path:
     """``stem``'s file of ``part`` in the format of the file name the JSON records (CSV when
     it records none); the name itself may be another stem's (a run copied to a new name)."""
-    record = recorded.get(part)
-    name = record.get("name") if isinstance(record, dict) else None
-    fmt = "csv" if name is None else Path(str(name)).suffix[1:]
+    fmt = _recorded_format(recorded, part)
     if fmt not in FORMATS:
-        raise UnfinishedRunError(f"the run {stem} records the file {name!r} for its {part}")
+        raise UnfinishedRunError(
+            f"the run {stem} records the file {recorded[part].get('name')!r} for its {part}"
+        )
     return table_path(stem, part, fmt)
+
+
+def saved_format(run: RunResult) -> str:
+    """The format (:data:`FORMATS`) of the tables of a run read from disk
+    (:func:`load_finished`), as its JSON records them: CSV for a JSON written before file
+    names were recorded."""
+    return _recorded_format(run.config.get("files") or {}, "records")
 
 
 def _write_table(path: Path, table: pd.DataFrame) -> dict[str, Any]:
@@ -245,11 +260,6 @@ def load_finished(stem: str | Path) -> RunResult:
 
 def _same_float(a: float, b: Any) -> bool:
     return isinstance(b, int | float) and math.isclose(a, b, rel_tol=1e-12)
-
-
-def holdout_path(stem: Path, fmt: str = "csv") -> Path:
-    """Where a run at ``stem`` keeps its hold-out forecasts in format ``fmt``."""
-    return table_path(stem, "holdout", fmt)
 
 
 def holdout_forecasts(policy: Policy, holdout: Holdout, t: int) -> pd.DataFrame:

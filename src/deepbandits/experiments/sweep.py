@@ -10,10 +10,14 @@ jobs in flight: running the sweep again computes only what is missing.
 
 * A finished run with another configuration at a job's stem is refused (nothing is run or
   overwritten) unless ``force``; ``force`` recomputes every job.
+* A finished run in the other format (CSV or Parquet) is not computed again but saved again in
+  the sweep's format (its files of the other format removed), so that after a sweep every run
+  is in its format.
 * Files that are not a finished run (missing, truncated, damaged) are computed again, with a
   warning.
 * A job that raises is recorded in ``<stem>.failed.json`` (configuration hash, job, error,
-  traceback) and the sweep goes on; a later success at that stem removes the file.
+  traceback) and the sweep goes on; a later sweep that computes that run, or finds it
+  finished, removes the file.
 
 :func:`run_sweep` does not lock folders: a caller writing into a folder holds
 :func:`~deepbandits._io.folder_lock` on it, as :func:`~deepbandits.experiments.compare` does.
@@ -43,14 +47,21 @@ from deepbandits.experiments.executors import (
     hash_identity,
     identity_of,
 )
-from deepbandits.experiments.runner import FORMATS, UnfinishedRunError, load_finished, run_files
+from deepbandits.experiments.runner import (
+    FORMATS,
+    RunResult,
+    UnfinishedRunError,
+    load_finished,
+    run_files,
+    saved_format,
+)
 
 
 @dataclass
 class SweepResult:
     """What :func:`run_sweep` did: the jobs computed and written (``done``, in the order they
-    finished), those already finished on disk (``skipped``) and those that raised
-    (``failed``)."""
+    finished), those already finished on disk (``skipped``, some saved again in the sweep's
+    format) and those that raised (``failed``)."""
 
     done: list[Job] = field(default_factory=list)
     skipped: list[Job] = field(default_factory=list)
@@ -80,8 +91,9 @@ def failed_path(stem: str | Path) -> Path:
     return stem.with_name(stem.name + ".failed.json")
 
 
-def is_finished(job: Job) -> bool:
-    """Whether ``job``'s run is finished on disk with ``job``'s configuration hash.
+def finished_run(job: Job) -> RunResult | None:
+    """``job``'s run if it is finished on disk with ``job``'s configuration hash, else
+    ``None``.
 
     No file of the run: not finished. Files that are not a finished run
     (:func:`~deepbandits.experiments.runner.load_finished`: one missing, truncated, damaged or
@@ -98,15 +110,15 @@ def is_finished(job: Job) -> bool:
         destroy it.
     """
     if not any(path.exists() for path in run_files(job.stem)):
-        return False
+        return None
     try:
-        config = load_finished(job.stem).config
+        run = load_finished(job.stem)
     except UnfinishedRunError as exc:
         warnings.warn(f"{exc}; running it again", stacklevel=2)
-        return False
-    found, wanted = identity_of(config), job.identity
+        return None
+    found, wanted = identity_of(run.config), job.identity
     if hash_identity(found) == job.config_hash:
-        return True
+        return run
     keys = list(wanted) + [k for k in found if k not in wanted]
     diff = [
         f"{k} {_shown(found.get(k))!r} (now {_shown(wanted.get(k))!r})"
@@ -124,19 +136,25 @@ def _shown(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _plan(jobs: list[Job], force: bool) -> tuple[list[Job], list[Job]]:
-    """The finished jobs to skip and the jobs to compute; every refusal at once."""
+def _plan(jobs: list[Job], force: bool) -> tuple[list[tuple[Job, str]], list[Job]]:
+    """The finished jobs to skip, each with the format it is saved in, and the jobs to
+    compute; every refusal at once."""
     if force:
         return [], jobs
-    skipped, todo, refused = [], [], []
+    finished, todo, refused = [], [], []
     for job in jobs:
         try:
-            (skipped if is_finished(job) else todo).append(job)
+            run = finished_run(job)
         except InputValueError as exc:
             refused.append(str(exc))
+            continue
+        if run is None:
+            todo.append(job)
+        else:
+            finished.append((job, saved_format(run)))
     if refused:
         raise InputValueError("\n".join(refused))
-    return skipped, todo
+    return finished, todo
 
 
 def _record_failure(failure: Failure) -> None:
@@ -159,7 +177,8 @@ def run_sweep(
     progress: bool = True,
 ) -> SweepResult:
     """Compute the jobs not finished on disk with ``executor`` and write each result as it
-    arrives, in format ``fmt`` (``"csv"`` or ``"parquet"``); see the module documentation.
+    arrives, in format ``fmt`` (``"csv"`` or ``"parquet"``; a finished run in the other format
+    is saved again in ``fmt``); see the module documentation.
 
     ``executor`` defaults to a :class:`~deepbandits.experiments.executors.LocalExecutor` with
     one worker per core; it is not used when every job is finished. ``progress`` shows one bar
@@ -171,8 +190,8 @@ def run_sweep(
         For an item of ``jobs`` that is not a Job.
     InputValueError
         For two jobs with one stem, an unknown ``fmt``, or a finished run of another
-        configuration at a job's stem without ``force`` (:func:`is_finished`; every such run
-        is named, and nothing is computed).
+        configuration at a job's stem without ``force`` (:func:`finished_run`; every such run
+        is named, and nothing is computed or written).
     """
     jobs = list(jobs)
     fmt = check_choice(fmt, "fmt", FORMATS)
@@ -183,8 +202,12 @@ def run_sweep(
     repeated = sorted({str(s) for s in stems if stems.count(s) > 1})
     if repeated:
         raise InputValueError(f"two jobs would write the same run: {', '.join(repeated)}")
-    skipped, todo = _plan(jobs, force)
-    result = SweepResult(skipped=skipped)
+    finished, todo = _plan(jobs, force)
+    for job, saved in finished:
+        if saved != fmt:
+            load_finished(job.stem).save(job.stem, fmt=fmt)
+        failed_path(job.stem).unlink(missing_ok=True)
+    result = SweepResult(skipped=[job for job, _ in finished])
     if not todo:
         return result
     executor = LocalExecutor() if executor is None else executor
