@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from deepbandits.envs import make_env
 from deepbandits.errors import InputValueError
 from deepbandits.experiments.config import (
     CONFIG_DIR,
+    PAPER_METRICS,
+    Claim,
     ConfigError,
     ExperimentConfig,
     builtin_config,
@@ -37,6 +40,7 @@ NAMES = {
     "linear",
     "noise-rising",
     "noise-falling",
+    "noise-fixed",
     "heuristic",
     "true-alpha",
     "model-size",
@@ -63,6 +67,10 @@ def test_every_shipped_config_loads(configs: dict[str, ExperimentConfig]) -> Non
     assert configs["quantitative"].seeds == (0, 1, 2, 3, 4)
     assert configs["quantitative"].checkpoints == (0, 2000, 5000, 7500)
     assert configs["model-size"].T == 30000 and configs["model-size"].env.startswith("cifar10")
+    assert configs["demo-h1"].envs == ("h1",) and configs["latency"].envs == ()
+    for name, config in configs.items():
+        for metric in (config.paper or {}).get("metrics", {}):
+            assert metric in PAPER_METRICS, (name, metric)
 
 
 def test_builtin_config_by_name() -> None:
@@ -177,6 +185,55 @@ def test_minimal_config_defaults(tmp_path: Path) -> None:
     assert config.scaled(True) is config
 
 
+def test_empty_quick_checkpoints_mean_none(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        _edit("T = 100", "T = 100\ncheckpoints = [0, 50]") + "[quick]\nT = 20\ncheckpoints = []"
+    )
+    config = load_config(path)
+    assert config.checkpoints == (0, 50) and config.scaled(True).checkpoints == ()
+
+
+MULTI = MINIMAL.replace(
+    'env = "h1"', 'envs = ["h1:noise=fixed,noise_std=0.1", "h1:noise=fixed,noise_std=2.0"]'
+)
+
+
+def test_a_sweep_over_several_environments(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        MULTI
+        + '[quick]\nT = 10\n[[claims]]\ntext = "x"\ncheck = "lowest"\npolicy = "neural-linucb"'
+    )
+    config = load_config(path)
+    assert config.envs == ("h1:noise=fixed,noise_std=0.1", "h1:noise=fixed,noise_std=2.0")
+    assert config.env == config.envs[0]  # the first, for callers of one environment
+    quick = config.scaled(True)
+    assert (quick.envs, quick.T, quick.claims) == (config.envs, 10, config.claims)
+    data = config.to_dict()
+    assert json.loads(json.dumps(data)) == data and "env" not in data
+    assert data["envs"] == list(config.envs)
+    rebuilt = ExperimentConfig(
+        **{
+            **data,
+            "path": Path(data["path"]),
+            "envs": tuple(data["envs"]),
+            "policies": tuple(data["policies"]),
+            "reproduces": tuple(data["reproduces"]),
+            "seeds": tuple(data["seeds"]),
+            "checkpoints": tuple(data["checkpoints"]),
+            "claims": tuple(Claim(**c) for c in data["claims"]),
+        }
+    )
+    assert rebuilt == config
+    fixed = builtin_config("noise-fixed")
+    assert [make_env(*parse_spec(e)[:1], **parse_spec(e)[1]).noise_std for e in fixed.envs] == [
+        0.1,
+        1.0,
+        2.0,
+    ]
+
+
 def _edit(old: str, new: str) -> str:
     assert old in MINIMAL
     return MINIMAL.replace(old, new)
@@ -259,8 +316,41 @@ BROKEN = {
     "paper metric": (
         MINIMAL + '[paper]\nsource = "s"\nmetrics = { sharp = "s" }\nvalues = {}',
         "paper.metrics.sharp",
-        "a metric among",
+        "a metric of the report's summary",
     ),
+    "paper metric not in the summary": (
+        MINIMAL + '[paper]\nsource = "s"\nmetrics = { variance_error = "v" }\nvalues = {}',
+        "paper.metrics.variance_error",
+        "a metric of the report's summary: one of final_regret,",
+    ),
+    "quick params make policies equal": (
+        _edit(
+            '"linucb", "neural-linucb"',
+            '"neural-linucb:train_steps=100", "neural-linucb:train_steps=200"',
+        )
+        + "[quick]\npolicy_params = { train_steps = 5 }",
+        "quick.policy_params",
+        "'neural-linucb:train_steps=100' and 'neural-linucb:train_steps=200' both become "
+        "'neural-linucb:train_steps=5'",
+    ),
+    "env and envs": (
+        _edit('env = "h1"', 'env = "h1"\nenvs = ["h2"]'),
+        "run.envs",
+        "exactly one of 'env' and 'envs', got ['h2']",
+    ),
+    "neither env nor envs": (
+        _edit('env = "h1"', ""),
+        "run.env",
+        "exactly one of 'env' and 'envs', got nothing",
+    ),
+    "bad env of envs": (_edit('env = "h1"', 'envs = ["h1", "h9"]'), "run.envs[1]", "h9"),
+    "repeated env": (_edit('env = "h1"', 'envs = ["h1", "h1"]'), "run.envs[1]", "twice"),
+    "envs with one label": (
+        _edit('env = "h1"', 'envs = ["h1:d=4,noise_std=1", "h1:d=4, noise_std=1"]'),
+        "run.envs[1]",
+        "'h1:d=4,noise_std=1' has the same label 'h1__d=4_noise_std=1'",
+    ),
+    "empty envs": (_edit('env = "h1"', "envs = []"), "run.envs", "a non-empty list"),
     "cost": (MINIMAL + "[cost]\nquick_cpu_s = -1\nfull_cpu_s = 1", "cost.quick_cpu_s", ">= 0"),
     "latency paper": (
         LATENCY + "paper = { neural-ts = [1, 2] }",

@@ -14,6 +14,7 @@ import deepbandits as db
 from deepbandits.cli import main
 from deepbandits.envs import ClassificationEnv
 from deepbandits.experiments.compare import compare
+from deepbandits.experiments.sweep import failed_path
 from deepbandits.metrics import (
     calibration_error,
     gaussian_pit,
@@ -26,7 +27,8 @@ from deepbandits.plotting import holdout_reliability_diagrams, regret_curves
 from deepbandits.plotting.figures import band_edges
 from deepbandits.plotting.style import series_styles
 from deepbandits.report import build_report, evaluate_claims
-from deepbandits.report.tables import paired_table, summary_table
+from deepbandits.report.load import load_comparison, run_stems
+from deepbandits.report.tables import METRICS, RUN_METRICS, paired_table, run_table, summary_table
 
 TRAJECTORY = ["arm", "reward", "cum_regret", "mean", "width", "sigma2_hat"]
 
@@ -273,7 +275,7 @@ def test_report_names_a_corrupt_run_file(tmp_path, capsys):
     bad.write_text('{"seed": 1, "policy": ')  # truncated
     assert main(["report", str(results), "--out", str(tmp_path / "r")]) == 2
     assert "seed_1" in capsys.readouterr().err
-    bad.write_text("{}")
+    bad.write_text('{"seed": 1, "final_regret": 0.5}')  # a run's JSON, its records damaged
     (results / "h1" / "linucb" / "seed_1.csv").write_text("t,reward\n1,0.5\n")
     with pytest.raises(ValueError, match=r"lacks the columns \['cum_regret', 'mean', 'width'\]"):
         build_report(results, tmp_path / "r")
@@ -422,3 +424,61 @@ def test_report_reads_a_parquet_sweep(tmp_path):
     assert list(out.glob("linucb/seed_0.parquet")) and not list(out.glob("linucb/*.csv"))
     build_report(out, tmp_path / "report")
     assert pd.read_csv(tmp_path / "report" / "pq" / "runs.csv")["T"].tolist() == [30]
+
+
+def test_a_lowest_claim_never_holds_when_a_competitor_has_no_value():
+    claim = [{"text": "a wins", "check": "lowest", "policy": "a"}]
+    failed = evaluate_claims(claim_runs(), claim, policies=["a", "b", "c", "d"])
+    row = failed.iloc[0]
+    assert (row["than"], row["verdict"]) == ("d", "not run")  # d's jobs all failed
+    assert row["policy_mean"] == 11.5 and np.isnan(row["than_mean"])
+    unmeasured = claim_runs()
+    unmeasured.loc[unmeasured["policy"] == "b", "final_regret"] = np.nan
+    row = evaluate_claims(unmeasured, claim).iloc[0]
+    assert (row["than"], row["verdict"]) == ("b", "not measured")
+    below = [{"text": "a below b", "check": "below", "policy": "a", "than": "d"}]
+    assert evaluate_claims(claim_runs(), below, policies=["d"]).iloc[0]["verdict"] == "not run"
+
+
+def _failure_record(stem: Path, policy: str) -> Path:
+    path = failed_path(stem)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"job": {"policy": policy, "seed": 0}, "error": "boom"}))
+    return path
+
+
+def test_failure_records_are_not_runs_and_failed_policies_block_claims(tmp_path):
+    out = tmp_path / "cmp"
+    compare(["linucb", "linucb:alpha=1"], "h1", [0, 1], 30, out, progress=False)
+    stale = _failure_record(out / "linucb" / "seed_0", "linucb")  # beside a finished run
+    _failure_record(out / "neural-ucb" / "seed_0", "neural-ucb")
+    _failure_record(out / "neural-ucb" / "seed_1", "neural-ucb")
+    assert stale.with_name("seed_0.csv").is_file()
+    assert run_stems(out / "linucb") == [out / "linucb" / "seed_0", out / "linucb" / "seed_1"]
+    assert run_stems(out / "neural-ucb") == []
+    comp = load_comparison(out, "cmp")
+    assert comp.policies == ["linucb", "linucb:alpha=1", "neural-ucb"]
+    records = ["seed_0.failed.json", "seed_1.failed.json"]
+    assert [p.name for p in comp.failed["neural-ucb"]] == records
+    reference = {"claims": [{"text": "LinUCB wins", "check": "lowest", "policy": "linucb"}]}
+    (out / "paper_reference.json").write_text(json.dumps(reference))
+    _, md = build_report(out, tmp_path / "report")
+    claims = pd.read_csv(tmp_path / "report" / "cmp" / "claims.csv")
+    assert (claims.loc[0, "than"], claims.loc[0, "verdict"]) == ("neural-ucb", "not run")
+    readme = md.read_text()
+    assert "Policies without a finished run" in readme
+    assert (
+        "- neural-ucb: `neural-ucb/seed_0.failed.json`, `neural-ucb/seed_1.failed.json`" in readme
+    )
+    assert list(pd.read_csv(tmp_path / "report" / "cmp" / "runs.csv")["seed"]) == [0, 1, 0, 1]
+
+
+def test_run_table_has_the_declared_metric_columns(tmp_path):
+    results = tmp_path / "r"
+    compare(["linucb"], "h1", [0], 30, results, progress=False)
+    per_run = run_table(load_comparison(results, "r"))
+    assert list(per_run.columns) == ["policy", "seed", "T", *RUN_METRICS]
+    computed = set(run_metrics(load_comparison(results, "r").runs["linucb"][0].records))
+    extra = {"holdout_cal2", "wall_seconds", "select_s_per_100", "update_s_per_100"}
+    assert computed | extra == set(RUN_METRICS)
+    assert {key for key, _ in METRICS} <= set(RUN_METRICS)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from deepbandits.experiments.compare import compare
+from deepbandits.experiments.compare import compare, label_of
+from deepbandits.experiments.sweep import failed_path
 from deepbandits.report import build_report, build_suite_report
-from deepbandits.report.render import markdown_html
+from deepbandits.report.render import markdown_html, slug
 
 LATENCY_MD = """# Latency: seconds per 100 rounds
 
@@ -134,3 +135,30 @@ def test_markdown_lists_nest_and_close():
             "<p>end</p>",
         ]
     )
+
+
+def test_a_sweep_over_several_environments_shows_every_comparison(tmp_path):
+    """One comparison per environment (``<folder>/<environment label>``), as ``reproduce``
+    writes a config with ``envs``; a report built before the second environment ran is built
+    again. A policy whose jobs failed in one environment leaves its claim there not run."""
+    folder = tmp_path / "noise"
+    envs = ["h1:noise=fixed,noise_std=0.1", "h1:noise=fixed,noise_std=2.0"]
+    reference = {"claims": [{"text": "LinUCB wins", "check": "lowest", "policy": "linucb"}]}
+    for i, env in enumerate(envs):
+        out = folder / label_of(env)
+        compare(["linucb", "linucb:alpha=1"], env, [0, 1], 30, out, progress=False)
+        (out / "paper_reference.json").write_text(json.dumps(reference))
+        if i == 0:
+            build_report(folder, folder / "report")  # stale once the second one ran
+    failed = failed_path(folder / label_of(envs[1]) / "neural-ucb" / "seed_0")
+    failed.parent.mkdir()
+    failed.write_text(json.dumps({"job": {"policy": "neural-ucb"}, "error": "boom"}))
+    entry = {"name": "noise", "kind": "sweep", "folder": folder, "status": "done", "quick": True}
+    _, md = build_suite_report(tmp_path, [entry], tmp_path / "report")
+    readme = md.read_text()
+    for env in envs:
+        assert f"### {slug(label_of(env))}" in readme
+        assert (tmp_path / "report" / "noise" / slug(label_of(env)) / "regret.png").is_file()
+    assert readme.count("| LinUCB wins |") == 2 and readme.count("| not run |") == 1
+    row = next(line for line in readme.splitlines() if line.startswith("| noise |"))
+    assert row == f"| noise | – | done (quick) | {readme.count('| holds |')}/2 |"

@@ -14,8 +14,11 @@ Schema (``[run]``, ``[latency]`` or ``[matched]`` according to ``kind``)::
     description = "..."               # (default: empty)
     kind = "sweep"                    # "sweep" (default), "latency" or "matched"
 
-    [run]                             # kind "sweep": policies x seeds on one environment
+    [run]                             # kind "sweep": policies x seeds on each environment
     env = "h1"                        # environment specification NAME[:key=value,...]
+    envs = ["h1:noise=fixed,noise_std=0.1", "h1:noise=fixed,noise_std=2"]   # or, instead of
+                                      # env, several: one comparison each (in the folder
+                                      # compare.label_of(env)), the claims checked in each
     policies = ["linucb", "neural-sigma2-linucb:alpha=0.1"]   # or ["all"]
     T = 10000                         # rounds per run (>= 1)
     seeds = "0-9"                     # or a list [0, 1, 2]; integers >= 0, each once
@@ -30,9 +33,10 @@ Schema (``[run]``, ``[latency]`` or ``[matched]`` according to ``kind``)::
                                       # (defaults: MatchedProtocol's)
 
     [quick]                           # what --quick changes
-    T = 1000; seeds = [0, 1]; checkpoints = [0, 500]   # kind "sweep"
+    T = 1000; seeds = [0, 1]; checkpoints = [0, 500]   # kind "sweep" (checkpoints = []: none)
     policy_params = { train_steps = 50 }   # set in every policy that takes the key (replacing
-                                           # the specification's own value); at least one must
+                                           # the specification's own value); each key taken by
+                                           # a policy, no two specifications made equal
     [quick.latency]                   # kind "latency": keys of [latency] replaced
     [quick.matched]                   # kind "matched": keys of [matched] replaced
 
@@ -41,7 +45,7 @@ Schema (``[run]``, ``[latency]`` or ``[matched]`` according to ``kind``)::
 
     [paper]                           # the paper's printed numbers (kind "sweep", optional)
     source = "Table quantitative"
-    metrics = { cumulative_reward = "cumulative reward" }      # metric -> heading
+    metrics = { cumulative_reward = "cumulative reward" }      # summary metric -> heading
     values = { linucb = { cumulative_reward = "7459.08 ± 32.97" } }   # policy -> metric -> text
 
     [[claims]]                        # what the paper's text says of a figure (kind "sweep")
@@ -71,11 +75,14 @@ from typing import Any
 from deepbandits.envs import CLASSIFICATION_ENVS, ENVS, ClassificationEnv, _keywords, make_env
 from deepbandits.envs.synthetic import REWARD_FUNCTIONS
 from deepbandits.errors import DeepBanditsError, InputValueError
+from deepbandits.experiments.compare import label_of
 from deepbandits.experiments.matched import MatchedProtocol
 from deepbandits.experiments.specs import parse_seeds, parse_spec
 from deepbandits.experiments.tune import with_params
 from deepbandits.policies import distinct_policy_names, make_policy
 from deepbandits.report.paper import CHECKS as CLAIM_CHECKS
+from deepbandits.report.tables import METRICS as SUMMARY_METRICS
+from deepbandits.report.tables import RUN_METRICS
 
 #: Folder of the shipped configs (package data).
 CONFIG_DIR = Path(__file__).with_name("configs")
@@ -83,19 +90,12 @@ CONFIG_DIR = Path(__file__).with_name("configs")
 SECTIONS: dict[str, str] = {"sweep": "run", "latency": "latency", "matched": "matched"}
 #: Checks a claim can make (:data:`deepbandits.report.paper.CHECKS`).
 CHECKS = tuple(CLAIM_CHECKS)
-#: Metrics a claim or the paper's numbers may name: the columns of the report's per-run table.
-METRICS = (
-    "final_regret",
-    "cumulative_reward",
-    "calibration_error",
-    "sharpness",
-    "mean_error",
-    "variance_error",
-    "holdout_cal2",
-    "wall_seconds",
-    "select_s_per_100",
-    "update_s_per_100",
-)
+#: Metrics a claim may name: the columns of the report's per-run table
+#: (:data:`deepbandits.report.tables.RUN_METRICS`).
+METRICS = RUN_METRICS
+#: Metrics the paper's numbers may name: those of the report's summary over seeds
+#: (:data:`deepbandits.report.tables.METRICS`), beside which they are printed.
+PAPER_METRICS = tuple(key for key, _ in SUMMARY_METRICS)
 #: Policy specification meaning every distinct registered policy
 #: (:func:`~deepbandits.policies.distinct_policy_names`).
 ALL = "all"
@@ -154,8 +154,10 @@ class Claim:
 class ExperimentConfig:
     """One experiment, as its config file says (:func:`load_config`).
 
-    ``env``, ``T``, ``seeds``, ``checkpoints`` and ``holdout_size`` are those of ``[run]``
-    (kind ``"sweep"``; None / empty otherwise); ``policies`` are ``[run]``'s, or those of the
+    ``envs`` (``[run]``'s ``env``, or its ``envs``), ``T``, ``seeds``, ``checkpoints`` and
+    ``holdout_size`` are those of ``[run]`` (kind ``"sweep"``; empty / None otherwise): a sweep
+    over several environments makes one comparison per environment, and its claims are checked
+    in each; ``env`` is the first. ``policies`` are ``[run]``'s, or those of the
     ``[latency]`` / ``[matched]`` table, which ``options`` holds with its defaults filled in.
     ``quick`` is the validated ``[quick]`` table (:meth:`scaled`), ``quick_cpu_s`` and
     ``full_cpu_s`` the expected CPU seconds on one core (None when the file has no ``[cost]``),
@@ -169,7 +171,7 @@ class ExperimentConfig:
     description: str
     kind: str
     path: Path
-    env: str | None
+    envs: tuple[str, ...]
     policies: tuple[str, ...]
     T: int | None
     seeds: tuple[int, ...]
@@ -182,6 +184,11 @@ class ExperimentConfig:
     cost_note: str
     paper: dict[str, Any] | None
     claims: tuple[Claim, ...]
+
+    @property
+    def env(self) -> str | None:
+        """The environment of a sweep (the first of ``envs``); None for other kinds."""
+        return self.envs[0] if self.envs else None
 
     def scaled(self, quick: bool) -> ExperimentConfig:
         """The config with its ``[quick]`` changes applied (``quick=True``), else itself.
@@ -200,7 +207,7 @@ class ExperimentConfig:
             return replace(self, options=options, policies=tuple(options["policies"]))
         T = self.quick.get("T", self.T)
         if "checkpoints" in self.quick:
-            checkpoints = tuple(self.quick["checkpoints"])
+            checkpoints = tuple(sorted(self.quick["checkpoints"]))
         else:
             checkpoints = tuple(c for c in self.checkpoints if c <= T)
         params = self.quick.get("policy_params", {})
@@ -572,8 +579,12 @@ _TOP = (
     "claims",
 )
 _REPRODUCES = _items(_text, empty=True)
+_ENV_LIST = _items(_ENV, distinct=True)
+#: The keys of ``[run]`` naming the environment(s): exactly one is given.
+_ENV_KEYS = ("env", "envs")
 _RUN: dict[str, Parser] = {
     "env": _ENV,
+    "envs": _ENV_LIST,
     "policies": _policies(allow_all=True),
     "T": _integer(1),
     "seeds": _seeds,
@@ -678,19 +689,20 @@ def _sweep(
     path: Path, data: dict[str, Any], quick_data: Any, common: dict[str, Any]
 ) -> ExperimentConfig:
     section = _Section(path, "run", data["run"], _RUN)
-    run = section.read_all(_RUN, _RUN_DEFAULTS)
-    if run["checkpoints"] and max(run["checkpoints"]) > run["T"]:
+    envs = _envs(section)
+    run = section.read_all({k: v for k, v in _RUN.items() if k not in _ENV_KEYS}, _RUN_DEFAULTS)
+    if max(run["checkpoints"], default=0) > run["T"]:
         raise section.fail("checkpoints", f"checkpoints <= T = {run['T']}", run["checkpoints"])
     quick_section = _Section(path, "quick", quick_data, _QUICK_RUN)
     quick = quick_section.read_all(_QUICK_RUN, None)
     quick_T = quick.get("T", run["T"])
-    if max(quick.get("checkpoints", [0])) > quick_T:
+    if max(quick.get("checkpoints", []), default=0) > quick_T:
         raise quick_section.fail(
             "checkpoints", f"checkpoints <= the quick T = {quick_T}", quick["checkpoints"]
         )
     config = ExperimentConfig(
         **common,
-        env=run["env"],
+        envs=envs,
         policies=tuple(run["policies"]),
         T=run["T"],
         seeds=tuple(run["seeds"]),
@@ -706,6 +718,28 @@ def _sweep(
     return config
 
 
+def _envs(section: _Section) -> tuple[str, ...]:
+    """``[run]``'s environment, or its environments (each a distinct folder label,
+    :func:`~deepbandits.experiments.compare.label_of`)."""
+    given = [k for k in _ENV_KEYS if k in section.data]
+    if len(given) != 1:
+        got = section.data[given[1]] if given else _MISSING
+        raise section.fail(given[1] if given else "env", "exactly one of 'env' and 'envs'", got)
+    if given == ["env"]:
+        return (section.read("env", _ENV),)
+    envs = section.read("envs", _ENV_LIST)
+    labels = [label_of(env) for env in envs]
+    for i, label in enumerate(labels):
+        if label in labels[:i]:
+            raise section.fail(
+                f"envs[{i}]",
+                "environments with distinct folder labels",
+                envs[i],
+                f"{envs[labels.index(label)]!r} has the same label {label!r}",
+            )
+    return tuple(envs)
+
+
 def _options(
     path: Path, kind: str, table: Any, quick_data: Any, common: dict[str, Any]
 ) -> ExperimentConfig:
@@ -718,7 +752,7 @@ def _options(
         quick[kind] = sub.read_all(parsers, None)
     config = ExperimentConfig(
         **common,
-        env=None,
+        envs=(),
         policies=tuple(options["policies"]),
         T=None,
         seeds=(),
@@ -758,8 +792,12 @@ def _paper(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     section = _Section(path, "paper", data["paper"], _PAPER)
     paper = section.read_all(_PAPER, {})
     for metric in paper["metrics"]:
-        if metric not in METRICS:
-            raise section.fail(f"metrics.{metric}", f"a metric among {', '.join(METRICS)}", metric)
+        if metric not in PAPER_METRICS:
+            raise section.fail(
+                f"metrics.{metric}",
+                f"a metric of the report's summary: one of {', '.join(PAPER_METRICS)}",
+                metric,
+            )
     for policy, values in paper["values"].items():
         for metric in values:
             if metric not in paper["metrics"]:
@@ -809,7 +847,7 @@ def _check_references(path: Path, config: ExperimentConfig) -> None:
 
 def _check_policy_params(section: _Section, config: ExperimentConfig) -> None:
     """Every key of ``[quick] policy_params`` is taken by a policy, and the quick
-    specifications build."""
+    specifications build and stay distinct."""
     params = config.quick.get("policy_params", {})
     accepted: set[str] = set()
     for spec in config.policy_list():
@@ -817,10 +855,18 @@ def _check_policy_params(section: _Section, config: ExperimentConfig) -> None:
     for key in params:
         if key not in accepted:
             raise section.fail(f"policy_params.{key}", "a parameter one of the policies takes", key)
-    for spec in config.scaled(True).policy_list():
+    full, quick = config.policy_list(), config.scaled(True).policy_list()
+    for i, spec in enumerate(quick):
         try:
             _build_policy(spec)
         except (DeepBanditsError, ValueError, TypeError) as e:
             raise section.fail(
                 "policy_params", "parameters the policies accept", params, f"{spec}: {e}"
             ) from e
+        if spec in quick[:i]:
+            raise section.fail(
+                "policy_params",
+                "parameters that keep the policies distinct",
+                params,
+                f"{full[quick.index(spec)]!r} and {full[i]!r} both become {spec!r}",
+            )

@@ -5,7 +5,9 @@ Every folder under ``results/`` that holds runs (``<policy>/seed_<s>.csv`` + ``.
 has a table per policy (mean ± std over seeds of the final regret, cumulative reward,
 calibration error cal₁ of Eq. calib, sharpness of Eq. sharpness, hold-out calibration cal₂ of
 Eq. calib2 at the last checkpoint, wall time), the paper's numbers beside ours and its claims
-checked when the folder has a ``paper_reference.json``, a paired comparison of every policy with
+checked when the folder has a ``paper_reference.json`` (a claim that a policy is the lowest or
+highest never holds while another policy of the folder has only failed jobs, recorded in
+``seed_<s>.failed.json``, and those policies are listed), a paired comparison of every policy with
 the lowest-regret one, the figures that its results allow, and the configuration of its runs.
 ``report/index.html`` and ``report/README.md`` hold the same content; figures (PNG + SVG) and the
 tables as CSV lie in one folder per comparison: ``runs.csv`` (every metric of every run),
@@ -35,7 +37,7 @@ from deepbandits.report.load import (
     find_comparisons,
     load_comparison,
 )
-from deepbandits.report.paper import paper_blocks
+from deepbandits.report.paper import CLAIMS_FILE, evaluate_claims, paper_blocks
 from deepbandits.report.render import Block, fmt, interval, pm, slug, to_html, to_markdown
 from deepbandits.report.tables import (
     METRICS,
@@ -56,6 +58,18 @@ def summary_block(summary: pd.DataFrame) -> Block:
         for r in summary.to_dict("records")
     ]
     return ("table", (header, rows))
+
+
+def failed_blocks(comp: Comparison) -> list[Block]:
+    """The policies of ``comp`` whose jobs all failed, with their failure records."""
+    if not comp.failed:
+        return []
+    lines = [
+        f"- {label}: " + ", ".join(f"`{path.relative_to(comp.folder)}`" for path in records)
+        for label, records in comp.failed.items()
+    ]
+    text = "Policies without a finished run (every job failed; see the failure records):\n"
+    return [("markdown", text + "\n".join(lines))]
 
 
 def paired_blocks(paired: pd.DataFrame) -> list[Block]:
@@ -122,12 +136,13 @@ def comparison_blocks(
     per_run = run_table(comp, levels)
     summary = summary_table(per_run)
     paired = paired_table(per_run)
-    paper, claims = paper_blocks(comp.reference, summary, per_run)
+    reference = comp.reference or {}
+    claims = evaluate_claims(per_run, reference.get("claims", []), comp.policies)
     write_atomic(out / "runs.csv", per_run.to_csv(index=False))
     write_atomic(out / "summary.csv", summary.to_csv(index=False))
     write_atomic(out / "paired.csv", paired.to_csv(index=False))
     if len(claims):
-        write_atomic(out / "claims.csv", claims.to_csv(index=False))
+        write_atomic(out / CLAIMS_FILE, claims.to_csv(index=False))
     if comp.reference is not None:
         write_atomic(out / REFERENCE_FILE, json.dumps(comp.reference, indent=2))
     names = ("reliability.csv", "holdout_reliability.csv", "holdout_cal2.csv")
@@ -147,7 +162,8 @@ def comparison_blocks(
             "Eq. sharpness. Forecasts are N(μ, w²) with the policy's predicted mean μ and width "
             f"w (see `deepbandits.metrics.diagnostics`); levels {levels[0]:g}, …, {levels[-1]:g}.",
         ),
-        *paper,
+        *failed_blocks(comp),
+        *paper_blocks(comp.reference, summary, claims),
         *paired_blocks(paired),
         *holdout_blocks(holdout_cal2_table(comp, levels)),
         ("h3", "Figures"),
@@ -156,6 +172,13 @@ def comparison_blocks(
         ("code", json.dumps(configuration(comp), indent=2, default=str)),
     ]
     return blocks
+
+
+def comparison_name(folder: Path, results: Path) -> str:
+    """The name of the comparison ``folder`` in the report of ``results``: its path under
+    ``results`` (its own name when it is ``results``); its report folder is the name's
+    :func:`~deepbandits.report.render.slug`."""
+    return folder.name if folder == results else str(folder.relative_to(results))
 
 
 def build_report(
@@ -182,7 +205,7 @@ def build_report(
     out.mkdir(parents=True, exist_ok=True)
     blocks: list[Block] = []
     for folder in folders:
-        name = folder.name if folder == results else str(folder.relative_to(results))
+        name = comparison_name(folder, results)
         comp = load_comparison(folder, name)
         blocks += comparison_blocks(comp, out / slug(name), out, p)
     title = f"deepbandits report: {results}"

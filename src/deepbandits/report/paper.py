@@ -15,13 +15,14 @@ label with the same name and keywords plus the fewest others (``neural-ucb`` mat
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from deepbandits._validation import check_choice, check_unknown_keys
-from deepbandits.errors import InputTypeError, InputValueError
+from deepbandits.errors import DataError, InputTypeError, InputValueError
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.metrics import paired_difference
 from deepbandits.report.render import Block, fmt, interval, pm
@@ -37,6 +38,9 @@ CHECKS: dict[str, tuple[bool, int]] = {
     "below": (False, 1),
     "above": (False, -1),
 }
+
+#: File of a comparison's report folder holding :func:`evaluate_claims`'s table.
+CLAIMS_FILE = "claims.csv"
 
 #: Verdicts of :func:`evaluate_claims`.
 HOLDS, FAILS, NOT_RUN, NOT_MEASURED = "holds", "does not hold", "not run", "not measured"
@@ -97,7 +101,11 @@ def check_claim(claim: Mapping[str, Any], index: int) -> dict[str, Any]:
     return c
 
 
-def evaluate_claims(per_run: pd.DataFrame, claims: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def evaluate_claims(
+    per_run: pd.DataFrame,
+    claims: Sequence[Mapping[str, Any]],
+    policies: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Check the paper's claims against the runs.
 
     Parameters
@@ -110,25 +118,31 @@ def evaluate_claims(per_run: pd.DataFrame, claims: Sequence[Mapping[str, Any]]) 
         ``check`` ``"lowest"`` (``highest``): the policy's mean ``metric`` over seeds is the
         lowest (highest) of all policies; ``"below"`` (``"above"``): it is below (above)
         ``than``'s mean.
+    policies
+        Every policy of the comparison, those without a row in ``per_run`` included (their
+        jobs failed); default: the policies of ``per_run``.
 
     Returns
     -------
     pandas.DataFrame
         One row per claim (:data:`CLAIM_COLUMNS`): the claim's text, check and metric, the
-        policy and the one it is compared with (for ``lowest`` / ``highest`` the best of the
-        others), their means, the paired difference policy − other over the seeds both have
-        (mean and 95 % Student-t interval, :func:`~deepbandits.metrics.paired_difference`),
-        whether that interval excludes 0 on the claimed side, and the verdict on the means:
-        ``"holds"``, ``"does not hold"``, ``"not run"`` (a policy of the claim, or any other
-        policy for ``lowest`` / ``highest``, has no runs) or ``"not measured"`` (no finite
-        value of the metric).
+        policy and the one it is compared with, their means, the paired difference policy −
+        other over the seeds both have (mean and 95 % Student-t interval,
+        :func:`~deepbandits.metrics.paired_difference`), whether that interval excludes 0 on
+        the claimed side, and the verdict on the means: ``"holds"``, ``"does not hold"``,
+        ``"not run"`` (a policy of the claim has no run; for ``lowest`` / ``highest``, any
+        policy of the comparison) or ``"not measured"`` (one of them has no finite value of
+        the metric). A ``lowest`` / ``highest`` claim is compared with the best of the other
+        policies, or, when it cannot be decided, with the first policy lacking runs (or a
+        value): a competitor that failed never lets it hold.
 
     Raises
     ------
     InputValueError
         A claim is malformed or names a metric that is not a column of ``per_run``.
     """
-    labels = [str(p) for p in dict.fromkeys(per_run["policy"])]
+    labels = [str(p) for p in dict.fromkeys([*per_run["policy"], *(policies or ())])]
+    ran = set(per_run["policy"].astype(str))
     rows = []
     for i, claim in enumerate(claims):
         c = check_claim(claim, i)
@@ -149,8 +163,13 @@ def evaluate_claims(per_run: pd.DataFrame, claims: Sequence[Mapping[str, Any]]) 
         against_best, sign = CHECKS[c["check"]]
         policy = resolve_policy(c["policy"], labels)
         if against_best:
-            others = [k for k in labels if k != policy and np.isfinite(means[k])]
-            than = min(others, key=lambda k: sign * means[k]) if others else None
+            others = [k for k in labels if k != policy]
+            lacking = [k for k in others if k not in ran] or [
+                k for k in others if not np.isfinite(means[k])
+            ]
+            than = (
+                lacking[0] if lacking else min(others, key=lambda k: sign * means[k], default=None)
+            )
         else:
             than = resolve_policy(c["than"], labels)
         row: dict[str, Any] = dict.fromkeys(CLAIM_COLUMNS, np.nan)
@@ -163,11 +182,11 @@ def evaluate_claims(per_run: pd.DataFrame, claims: Sequence[Mapping[str, Any]]) 
             seeds=0,
             significant=False,
         )
-        if policy is None or than is None:
+        row["policy_mean"], row["than_mean"] = means.get(policy, np.nan), means.get(than, np.nan)
+        if policy not in ran or than not in ran:
             row["verdict"] = NOT_RUN
             rows.append(row)
             continue
-        row["policy_mean"], row["than_mean"] = means[policy], means[than]
         a, b = paired_values(per_run, policy, than, metric)
         if a.size:
             d = paired_difference(a, b)
@@ -235,11 +254,21 @@ def claim_blocks(claims: pd.DataFrame) -> list[Block]:
 
 
 def paper_blocks(
-    reference: Mapping[str, Any] | None, summary: pd.DataFrame, per_run: pd.DataFrame
-) -> tuple[list[Block], pd.DataFrame]:
-    """The paper's numbers beside ours and its claims checked (``[]`` without a reference),
-    and the claims table (empty without claims)."""
-    reference = reference or {}
-    claims = evaluate_claims(per_run, reference.get("claims", []))
-    blocks = reference_blocks(reference, summary) if "values" in reference else []
-    return blocks + (claim_blocks(claims) if len(claims) else []), claims
+    reference: Mapping[str, Any] | None, summary: pd.DataFrame, claims: pd.DataFrame
+) -> list[Block]:
+    """The paper's numbers beside ours (when ``reference`` has ``"values"``) and its claims
+    checked (the table of :func:`evaluate_claims`, when not empty)."""
+    blocks = reference_blocks(reference, summary) if reference and "values" in reference else []
+    return blocks + (claim_blocks(claims) if len(claims) else [])
+
+
+def read_claims(folder: Path) -> pd.DataFrame:
+    """The claims table a report wrote into a comparison's folder (:data:`CLAIMS_FILE`; empty
+    when it has none)."""
+    path = folder / CLAIMS_FILE
+    if not path.is_file():
+        return pd.DataFrame(columns=list(CLAIM_COLUMNS))
+    try:
+        return pd.read_csv(path, dtype={"claim": str, "policy": str, "verdict": str})
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None

@@ -10,8 +10,10 @@ when ``reproduce`` wrote one). Every file the page links to is copied under
 or published as it is.
 
 A sweep's section is read from the report that ``reproduce`` writes into its results folder
-(``<folder>/report``: ``runs.csv``, ``figures.json``, the figures and ``paper_reference.json`` of
-each comparison); a folder without one gets it built first (:func:`build_report`).
+(``<folder>/report``: ``runs.csv``, ``claims.csv``, ``figures.json``, the figures and
+``paper_reference.json`` of each comparison); a folder without one, or whose report misses one
+of its comparisons (a sweep over several environments has one per environment,
+``<folder>/<environment label>``), gets it built first (:func:`build_report`).
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ import pandas as pd
 from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.report.build import build_report, figure_blocks, summary_block
+from deepbandits.report.build import build_report, comparison_name, figure_blocks, summary_block
 from deepbandits.report.figures import MANIFEST, ReportFigure, read_manifest
-from deepbandits.report.load import load_reference
-from deepbandits.report.paper import holding, paper_blocks
+from deepbandits.report.load import find_comparisons, load_reference
+from deepbandits.report.paper import holding, paper_blocks, read_claims
 from deepbandits.report.render import Block, slug, to_html, to_markdown
 from deepbandits.report.tables import summary_table
 
@@ -95,10 +97,18 @@ def report_folders(report: Path) -> list[Path]:
     )
 
 
+def covers_every_comparison(folder: Path, report: Path) -> bool:
+    """Whether ``report`` has a folder for every comparison under ``folder`` (one per
+    environment of a sweep over several)."""
+    names = {slug(comparison_name(c, folder)) for c in find_comparisons(folder)}
+    return bool(names) and names <= {p.name for p in report_folders(report)}
+
+
 def sweep_blocks(entry: SuiteEntry, dest: Path, out: Path) -> tuple[list[Block], pd.DataFrame]:
-    """A sweep's section (its report copied to ``dest``) and its claims table."""
+    """A sweep's section (its report copied to ``dest``, built first when it misses a
+    comparison of the folder) and its claims table."""
     report = entry.folder / REPORT_FOLDER
-    if not report_folders(report):
+    if not covers_every_comparison(entry.folder, report):
         build_report(entry.folder, report)
     copy_tree(report, dest)
     comparisons = report_folders(dest)
@@ -113,9 +123,9 @@ def sweep_blocks(entry: SuiteEntry, dest: Path, out: Path) -> tuple[list[Block],
     ]
     claims = []
     for folder in comparisons:
-        per_run = pd.read_csv(folder / "runs.csv")
-        summary = summary_table(per_run)
-        paper, checked = paper_blocks(load_reference(folder), summary, per_run)
+        summary = summary_table(pd.read_csv(folder / "runs.csv"))
+        checked = read_claims(folder)
+        paper = paper_blocks(load_reference(folder), summary, checked)
         claims.append(checked)
         blocks += [("h3", folder.name)] if len(comparisons) > 1 else []
         blocks += [

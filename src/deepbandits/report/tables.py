@@ -20,8 +20,24 @@ from deepbandits.metrics import (
 )
 from deepbandits.report.load import Comparison
 
-#: Summary columns: (key in :func:`~deepbandits.metrics.run_metrics` and the per-run table,
-#: heading).
+#: Metric columns of the per-run table (:func:`run_table`, the report's ``runs.csv``): those of
+#: :func:`~deepbandits.metrics.run_metrics`, cal₂ at the last checkpoint, wall time and seconds
+#: per 100 rounds of selection and of update + training.
+RUN_METRICS: tuple[str, ...] = (
+    "final_regret",
+    "cumulative_reward",
+    "calibration_error",
+    "sharpness",
+    "mean_error",
+    "variance_error",
+    "holdout_cal2",
+    "wall_seconds",
+    "select_s_per_100",
+    "update_s_per_100",
+)
+
+#: Summary columns (mean and std over seeds, :func:`summary_table`): (key in
+#: :data:`RUN_METRICS`, heading).
 METRICS: tuple[tuple[str, str], ...] = (
     ("final_regret", "final regret ↓"),
     ("cumulative_reward", "cumulative reward ↑"),
@@ -43,8 +59,7 @@ def has_values(runs: list[RunResult], column: str) -> bool:
 
 
 def run_table(comp: Comparison, levels: ArrayLike | None = None) -> pd.DataFrame:
-    """One row per run: :func:`~deepbandits.metrics.run_metrics`, cal₂ at the last checkpoint,
-    wall time and seconds per 100 rounds of selection and of update + training."""
+    """One row per run: ``policy``, ``seed``, ``T`` and :data:`RUN_METRICS`."""
     rows = []
     for label, runs in comp.runs.items():
         for r in runs:
@@ -63,7 +78,7 @@ def run_table(comp: Comparison, levels: ArrayLike | None = None) -> pd.DataFrame
             row["select_s_per_100"] = seconds_per_100(r.records, ["time_select"])
             row["update_s_per_100"] = seconds_per_100(r.records, ["time_update", "time_train"])
             rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["policy", "seed", "T", *RUN_METRICS])
 
 
 def reliability_tables(
