@@ -11,6 +11,7 @@ import pytest
 
 from deepbandits.cli import main
 from deepbandits.errors import InputValueError
+from deepbandits.experiments.compare import label_of
 from deepbandits.experiments.config import builtin_config, builtin_configs, load_config
 from deepbandits.experiments.executors import LocalExecutor
 from deepbandits.experiments.reproduce import (
@@ -80,7 +81,48 @@ def test_quick_scales_the_run_down_as_the_config_says(tmp_path):
 def test_overrides_of_seeds_and_T_are_for_sweeps_only(tmp_path):
     with pytest.raises(InputValueError, match="latency experiment"):
         run_experiment(builtin_config("latency"), tmp_path, T=10, executor=ONE)
+    with pytest.raises(InputValueError, match="replaces a matched protocol's settings"):
+        run_experiment(builtin_config("linear"), tmp_path, matched={"n_trials": 2}, executor=ONE)
     assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_a_refused_run_leaves_the_folder_as_it_was(tmp_path):
+    config = builtin_config("linear")
+    run_experiment(config, tmp_path, seeds=[0], T=30, executor=ONE, progress=False)
+    record = (tmp_path / EXPERIMENT_FILE).read_text()
+    with pytest.raises(InputValueError, match="was run with"):
+        run_experiment(config, tmp_path, seeds=[0], T=40, executor=ONE, progress=False)
+    assert (tmp_path / EXPERIMENT_FILE).read_text() == record
+
+
+def test_a_sweep_over_several_environments_runs_one_comparison_each(tmp_path):
+    config = builtin_config("noise-fixed")
+    outcome = run_experiment(
+        config, tmp_path, quick=True, seeds=[0], T=40, executor=ONE, progress=False
+    )
+    assert sorted(outcome.summary["env"]) == sorted(config.envs)
+    for env in config.envs:
+        folder = tmp_path / label_of(env)
+        assert (folder / "summary.csv").is_file() and (folder / "paper_reference.json").is_file()
+    readme = outcome.reports[1].read_text()
+    assert all(label_of(env) in readme for env in config.envs)
+
+
+def test_the_matched_protocol_takes_its_own_overrides(tmp_path):
+    outcome = run_experiment(
+        builtin_config("matched"),
+        tmp_path,
+        quick=True,
+        T=30,
+        seeds=[0],
+        matched={"n_trials": 1, "tuning_seeds": [7]},
+        executor=ONE,
+        progress=False,
+    )
+    assert set(outcome.summary["n_eval"]) == {1}
+    record = json.loads((tmp_path / EXPERIMENT_FILE).read_text())
+    assert record["options"]["n_trials"] == 1 and record["options"]["tuning_seeds"] == [7]
+    assert record["options"]["eval_seeds"] == [0] and record["quick"] is True
 
 
 def test_expected_cpu_time_is_summed_from_the_configs():
@@ -154,7 +196,7 @@ def test_list_names_every_experiment_with_its_cost(capsys):
     for config in builtin_configs().values():
         line = next(line for line in out.splitlines() if line.startswith(config.name + " "))
         assert config.reproduces[0] in line
-    assert "19 experiments" in out
+    assert f"{len(builtin_configs())} experiments" in out
 
 
 @pytest.mark.parametrize(
@@ -165,7 +207,7 @@ def test_list_names_every_experiment_with_its_cost(capsys):
         (["reproduce", "--all", "--T", "10"], "--seeds and --T apply to one experiment"),
         (["reproduce", "--all", "--trials", "2"], "--trials is an option of"),
         (["reproduce", "nope"], "unknown experiment 'nope'"),
-        (["reproduce", "matched", "--backend", "ray"], "runs its tunings on local processes"),
+        (["reproduce", "latency", "--T", "10"], "is a latency experiment"),
         (["reproduce", "demo-h1", "--address", "auto"], "address is for the Ray backend"),
         (["experiment", "run", "missing.toml"], "missing.toml"),
     ],

@@ -34,8 +34,7 @@ from deepbandits.experiments.config import (
     builtin_configs,
     load_config,
 )
-from deepbandits.experiments.executors import BACKENDS, Executor, make_executor
-from deepbandits.experiments.matched import run_matched
+from deepbandits.experiments.executors import BACKENDS, Executor, LocalExecutor, make_executor
 from deepbandits.experiments.reproduce import (
     PAPER_CHECKPOINTS,
     expected_cpu_seconds,
@@ -185,12 +184,13 @@ def _experiment_options(p: argparse.ArgumentParser) -> None:
 
 
 def _engine(p: argparse.ArgumentParser, *, jobs_default: int | None) -> None:
-    """Options of the sweep engine: workers, backend, format, recomputation, device."""
+    """Options of the sweep engine: workers, backend, format, recomputation, device.
+    ``jobs_default`` is only shown: ``--jobs`` is None unless given (:func:`_executor`)."""
     every = "every core" if jobs_default is None else str(jobs_default)
     p.add_argument(
         "--jobs",
         type=positive_int,
-        default=jobs_default,
+        default=None,
         help=f"runs in parallel worker processes, one thread each (default: {every}; with "
         "--backend ray: the CPUs of a new local Ray instance)",
     )
@@ -504,10 +504,13 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _executor(args: argparse.Namespace) -> Executor:
+def _executor(args: argparse.Namespace, local_workers: int | None) -> Executor:
     """The sweep engine's executor of the command line's ``--backend``, ``--jobs`` and
-    ``--address``."""
-    return make_executor(args.backend, workers=args.jobs, address=args.address)
+    ``--address``: without ``--jobs``, ``local_workers`` local processes (None: every core),
+    or the whole Ray cluster (a new local instance: every core)."""
+    if args.backend == "local":
+        return make_executor(workers=args.jobs or local_workers, address=args.address)
+    return make_executor("ray", workers=args.jobs, address=args.address)
 
 
 def _list_experiments() -> int:
@@ -542,9 +545,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.all:
         return _reproduce_all(args)
     config = builtin_config(args.experiment)
-    if config.name == MATCHED:
-        return _matched(args, config)
-    _matched_only(args)
+    if config.name != MATCHED:
+        _matched_only(args)
     return _run_config(args, config)
 
 
@@ -555,18 +557,26 @@ def _experiment(args: argparse.Namespace) -> int:
         scaled = config.scaled(args.quick)
         print(f"{args.config}: a valid {scaled.kind} experiment, {scaled.name!r}: {scaled.title}")
         if scaled.kind == "sweep":
-            print(f"  env {scaled.env}; T={scaled.T}; seeds {format_seeds(list(scaled.seeds))}")
+            envs = ", ".join(scaled.envs)
+            print(f"  env {envs}; T={scaled.T}; seeds {format_seeds(list(scaled.seeds))}")
             for spec in scaled.policy_list():
                 print(f"  policy {spec}")
         return 0
     args.seeds = args.T = None
+    args.envs = args.trials = args.tuning_seeds = None
     return _run_config(args, config)
 
 
 def _run_config(args: argparse.Namespace, config: ExperimentConfig) -> int:
     """Run one config into ``--out`` (default ``results/NAME``) and print where it went."""
-    out = check_writable(args.out or Path("results") / config.name)
-    executor = _executor(args)
+    default = config.name + ("-quick" if args.quick else "")
+    out = check_writable(args.out or Path("results") / default)
+    executor = _executor(args, local_workers=None)
+    changes = {
+        "envs": None if args.envs is None else split_specs([args.envs]),
+        "n_trials": args.trials,
+        "tuning_seeds": args.tuning_seeds,
+    }
     cpu = config.quick_cpu_s if args.quick else config.full_cpu_s
     if cpu is not None and not args.no_progress:
         print(f"{config.name}: expected CPU time {format_duration(cpu)}", file=sys.stderr)
@@ -581,6 +591,7 @@ def _run_config(args: argparse.Namespace, config: ExperimentConfig) -> int:
         fmt=args.format,
         device=args.device,
         progress=not args.no_progress,
+        matched={k: v for k, v in changes.items() if v is not None},
     )
     if config.kind == "sweep":
         print(format_table(outcome.summary))
@@ -600,17 +611,21 @@ def _reproduce_all(args: argparse.Namespace) -> int:
     out = check_writable(args.out or Path("results") / ("paper-quick" if args.quick else "paper"))
     configs = list(builtin_configs().values())
     cpu = expected_cpu_seconds(configs, args.quick)
-    workers = args.jobs or os.cpu_count() or 1
+    executor = _executor(args, local_workers=None)
+    wall = (
+        f"about {format_duration(cpu / executor.workers)} with {executor.workers} worker(s)"
+        if isinstance(executor, LocalExecutor)
+        else "spread over the Ray cluster"
+    )
     print(
         f"{len(configs)} experiments{' (quick)' if args.quick else ''}: expected CPU time "
-        f"{format_duration(cpu)}, about {format_duration(cpu / workers)} with {workers} "
-        "worker(s)",
+        f"{format_duration(cpu)}, {wall}",
         flush=True,
     )
     entries, (page, md) = reproduce_all(
         out,
         quick=args.quick,
-        executor=_executor(args),
+        executor=executor,
         force=args.force,
         fmt=args.format,
         device=args.device,
@@ -651,7 +666,7 @@ def _compare(args: argparse.Namespace) -> int:
         args.seeds,
         args.T,
         args.out,
-        executor=_executor(args),
+        executor=_executor(args, local_workers=1),
         force=args.force,
         fmt=args.format,
         device=args.device,
@@ -688,31 +703,6 @@ def _matched_only(args: argparse.Namespace) -> None:
             f"'deepbandits reproduce {MATCHED}' only, not of "
             f"{'--all' if args.experiment is None else repr(args.experiment)}"
         )
-
-
-def _matched(args: argparse.Namespace, config: ExperimentConfig) -> int:
-    """``deepbandits reproduce matched``: run the matched protocol and print its report."""
-    if args.backend != "local" or args.format != "csv" or args.force or args.device:
-        raise InputValueError(
-            "the matched protocol runs its tunings on local processes (--jobs) and takes "
-            "neither --backend, --format, --force nor --device"
-        )
-    out = check_writable(args.out or Path("results") / MATCHED)
-    run_matched(
-        out,
-        protocol=config.scaled(args.quick).matched_protocol(),
-        envs=None if args.envs is None else split_specs([args.envs]),
-        n_trials=args.trials,
-        eval_seeds=args.seeds,
-        tuning_seeds=args.tuning_seeds,
-        T=args.T,
-        jobs=args.jobs or os.cpu_count() or 1,
-        progress=not args.no_progress,
-    )
-    print((out / "matched.md").read_text())
-    print(f"table:  {out / 'matched.csv'}\nreport: {out / 'matched.md'}")
-    print(f"tunings: {out}/<env>/<policy>/ (repeat the command to resume)")
-    return 0
 
 
 def _tune(args: argparse.Namespace) -> int:

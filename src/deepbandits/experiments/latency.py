@@ -10,7 +10,8 @@ Outputs of :func:`run_latency` (``deepbandits reproduce latency``)::
 
     out/latency.csv          one row per policy, steps and repeat (seconds per ``rounds`` rounds)
     out/latency.md           the table, mean over repeats, beside the paper's
-    out/latency.png, .svg    Fig. latency: arm selection and update, mean ± std over repeats
+    out/latency_steps<n>.png, .svg   Fig. latency for n steps per update: arm selection and
+                             update, mean ± std over repeats
     out/latency.json         the settings and the machine
 """
 

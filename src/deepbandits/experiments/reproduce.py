@@ -21,10 +21,11 @@ failed one, and builds one report over all of them (``root/report``).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +34,22 @@ from tqdm.auto import tqdm
 
 from deepbandits._io import folder_lock, write_atomic
 from deepbandits._validation import check_int
-from deepbandits.errors import InputValueError
-from deepbandits.experiments.compare import compare
+from deepbandits.errors import DeepBanditsError, InputValueError
+from deepbandits.experiments.compare import compare, label_of
 from deepbandits.experiments.config import ExperimentConfig, builtin_configs
 from deepbandits.experiments.executors import Executor, LocalExecutor
 from deepbandits.experiments.latency import run_latency
-from deepbandits.experiments.matched import run_matched
+from deepbandits.experiments.matched import matched_protocol, run_matched
+from deepbandits.experiments.sweep import SweepFailedError
 from deepbandits.report import REFERENCE_FILE, build_report, build_suite_report
+from deepbandits.report.load import find_comparisons
 
 #: Hold-out checkpoints of Figs. calib_details_0..3 (``deepbandits demo`` uses them too).
 PAPER_CHECKPOINTS = (0, 2000, 5000, 7500)
 #: The record of what an experiment folder was run with.
 EXPERIMENT_FILE = "experiment.json"
+#: The traceback of an experiment of ``reproduce --all`` that failed (removed once it succeeds).
+ERROR_FILE = "error.txt"
 
 
 @dataclass(frozen=True)
@@ -66,19 +71,33 @@ def with_overrides(
     T: int | None = None,
 ) -> ExperimentConfig:
     """``config`` scaled down by its ``[quick]`` table when ``quick``, then with ``seeds`` and
-    ``T`` replaced (sweeps only; checkpoints after ``T`` dropped)."""
+    ``T`` replaced: a sweep's (checkpoints after ``T`` dropped), or a matched protocol's
+    evaluation seeds and every environment's T. A latency experiment takes neither."""
     config = config.scaled(quick)
-    if (seeds is not None or T is not None) and config.kind != "sweep":
+    if seeds is None and T is None:
+        return config
+    if config.kind == "latency":
         raise InputValueError(
-            f"--seeds and --T override a sweep's settings; {config.name!r} is a "
-            f"{config.kind} experiment (set them in its config instead)"
+            f"seeds and T override a sweep's or a matched protocol's settings; {config.name!r} "
+            "is a latency experiment (set rounds and repeats in its config instead)"
         )
+    if config.kind == "matched":
+        changes = {"eval_seeds": seeds, "T": T}
+        return with_protocol(config, {k: v for k, v in changes.items() if v is not None})
     if seeds is not None:
         config = replace(config, seeds=tuple(check_int(s, "seed", minimum=0) for s in seeds))
     if T is not None:
         T = check_int(T, "T", minimum=1)
         config = replace(config, T=T, checkpoints=tuple(c for c in config.checkpoints if c <= T))
     return config
+
+
+def with_protocol(config: ExperimentConfig, changes: Mapping[str, Any]) -> ExperimentConfig:
+    """A matched config with settings of its protocol replaced (the keywords of
+    :func:`~deepbandits.experiments.matched.matched_protocol`: ``envs``, ``n_trials``,
+    ``eval_seeds``, ``tuning_seeds``, ``T``, ...), checked."""
+    protocol = matched_protocol(base=config.matched_protocol(), **changes)
+    return replace(config, options={**config.options, **asdict(protocol)})
 
 
 def run_experiment(
@@ -93,57 +112,96 @@ def run_experiment(
     fmt: str = "csv",
     device: str | None = None,
     progress: bool = True,
+    matched: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Run ``config`` into ``out`` (see the module documentation); resumable.
 
-    ``executor`` runs a sweep's jobs (default: a :class:`LocalExecutor` on every core); a
-    matched protocol runs its tunings on as many local processes as the executor has workers
-    (Ray does not apply to it). ``force`` recomputes finished runs; ``fmt`` is ``"csv"`` or
-    ``"parquet"``. Raises what the engine raises, e.g.
-    :class:`~deepbandits.experiments.compare.SweepFailedError` after a sweep with failed jobs
-    (the report of the finished ones is still written).
+    ``executor`` runs a sweep's jobs (default: a :class:`LocalExecutor` on every core). The
+    options of the sweep engine apply to sweeps: ``force`` recomputes finished runs, ``fmt`` is
+    ``"csv"`` or ``"parquet"``, ``device`` (e.g. ``"cuda"``) puts the networks there. A
+    latency experiment is always measured afresh (``device`` applies); a matched protocol runs
+    its tunings on local processes, as many as the executor's workers (every core for a Ray
+    executor), and resumes from its studies (``force``, ``fmt`` and ``device`` do not apply);
+    ``matched`` replaces settings of its protocol after the ``--quick`` scaling (the keywords
+    of :func:`~deepbandits.experiments.matched.matched_protocol`, e.g. ``envs``, ``n_trials``,
+    ``tuning_seeds``).
+
+    ``out/experiment.json`` (the config as run) is written once the experiment has finished,
+    or after a sweep whose failed jobs are recorded; a call refused before anything ran (a bad
+    override, a finished run in ``out`` made with another configuration) writes nothing.
+
+    Raises
+    ------
+    SweepFailedError
+        After a sweep with failed jobs, once the report of the finished runs is written.
     """
     config = with_overrides(config, quick=quick, seeds=seeds, T=T)
+    if matched:
+        if config.kind != "matched":
+            raise InputValueError(
+                f"matched replaces a matched protocol's settings; {config.name!r} is a "
+                f"{config.kind} experiment"
+            )
+        config = with_protocol(config, matched)
     out = Path(out)
     executor = LocalExecutor() if executor is None else executor
-    with folder_lock(out):
-        write_atomic(
-            out / EXPERIMENT_FILE, json.dumps({**config.to_dict(), "quick": quick}, indent=2)
-        )
     if config.kind == "latency":
         with folder_lock(out):
             table = run_latency(config.options, out, device=device, progress=progress)
+            _record(config, out, quick)
         return Outcome(config.name, out, table, (out / "latency.md",))
     if config.kind == "matched":
-        workers = getattr(executor, "workers", None) or 1
+        workers = getattr(executor, "workers", None) or os.cpu_count() or 1
         summary = run_matched(
             out, protocol=config.matched_protocol(), jobs=workers, progress=progress
         )
+        with folder_lock(out):
+            _record(config, out, quick)
         return Outcome(config.name, out, summary, (out / "matched.md",))
-    reference = dict(config.paper or {})
-    reference["claims"] = [claim_dict(c) for c in config.claims]
+    folders = {env: out if len(config.envs) == 1 else out / label_of(env) for env in config.envs}
+    summaries, failures = [], []
+    for env, folder in folders.items():
+        try:
+            summaries.append(
+                compare(
+                    config.policy_list(),
+                    env,
+                    list(config.seeds),
+                    config.T,
+                    folder,
+                    executor=executor,
+                    force=force,
+                    fmt=fmt,
+                    device=device,
+                    progress=progress,
+                    checkpoints=config.checkpoints,
+                    holdout_size=config.holdout_size,
+                ).assign(env=env)
+            )
+        except SweepFailedError as exc:
+            failures += exc.failures
     with folder_lock(out):
-        write_atomic(out / REFERENCE_FILE, json.dumps(reference, indent=2))
-    try:
-        summary = compare(
-            config.policy_list(),
-            config.env,
-            list(config.seeds),
-            config.T,
-            out,
-            executor=executor,
-            force=force,
-            fmt=fmt,
-            device=device,
-            progress=progress,
-            checkpoints=config.checkpoints,
-            holdout_size=config.holdout_size,
-        )
-    finally:
-        if any(out.glob("*/seed_*.json")):
-            with folder_lock(out):
-                reports = build_report(out, out / "report")
-    return Outcome(config.name, out, summary, tuple(reports))
+        reports = _sweep_report(config, out, folders.values())
+        _record(config, out, quick)
+    if failures:
+        raise SweepFailedError(failures)
+    return Outcome(config.name, out, pd.concat(summaries, ignore_index=True), reports)
+
+
+def _sweep_report(config: ExperimentConfig, out: Path, folders: Iterable[Path]) -> tuple[Path, ...]:
+    """Write the paper's numbers and claims beside every comparison of a sweep, then its
+    report (``out/report``); nothing when no run finished."""
+    reference = {**(config.paper or {}), "claims": [claim_dict(c) for c in config.claims]}
+    for folder in folders:
+        write_atomic(folder / REFERENCE_FILE, json.dumps(reference, indent=2))
+    if not find_comparisons(out):
+        return ()
+    return tuple(build_report(out, out / "report"))
+
+
+def _record(config: ExperimentConfig, out: Path, quick: bool) -> None:
+    """``out/experiment.json``: the config as it ran."""
+    write_atomic(out / EXPERIMENT_FILE, json.dumps({**config.to_dict(), "quick": quick}, indent=2))
 
 
 def claim_dict(claim: Any) -> dict[str, Any]:
@@ -225,10 +283,25 @@ def reproduce_all(
                 device=device,
                 progress=progress,
             )
+            (root / name / ERROR_FILE).unlink(missing_ok=True)
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # one experiment's failure must not stop the suite
             entry.update(status="failed", error=f"{type(exc).__name__}: {exc}")
-            write_atomic(root / name / "error.txt", "".join(traceback.format_exception(exc)))
+            write_atomic(root / name / ERROR_FILE, "".join(traceback.format_exception(exc)))
         entries.append(entry)
-    return entries, build_suite_report(root, entries, root / "report")
+    try:
+        reports = build_suite_report(root, entries, root / "report")
+    except Exception as exc:  # the runs are on disk; say what failed, keep the statuses
+        write_atomic(root / ERROR_FILE, "".join(traceback.format_exception(exc)))
+        raise SuiteReportError(
+            f"every experiment ran ({sum(e['status'] == 'done' for e in entries)} of "
+            f"{len(entries)} finished), but the suite report could not be built: "
+            f"{type(exc).__name__}: {exc} (traceback in {root / ERROR_FILE}; "
+            f"'deepbandits report {root}' reports the runs)"
+        ) from exc
+    return entries, reports
+
+
+class SuiteReportError(DeepBanditsError):
+    """``reproduce --all`` ran its experiments but could not build the suite report."""
