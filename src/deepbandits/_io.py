@@ -176,17 +176,22 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="deepbandits-parent-watch", daemon=True).start()
 
 
-@contextmanager
-def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+def new_worker_pool(jobs: int) -> ProcessPoolExecutor:
     """A ``spawn`` process pool of ``jobs`` workers (no forked torch thread pools) that exit
-    when this process dies. Leaving the block waits for the workers; an exception in the block
-    first cancels the tasks that have not started."""
-    pool = ProcessPoolExecutor(
+    when this process dies."""
+    return ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_exit_with_parent,
         initargs=(os.getpid(),),
     )
+
+
+@contextmanager
+def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """:func:`new_worker_pool` for the block. Leaving the block waits for the workers; an
+    exception in the block first cancels the tasks that have not started."""
+    pool = new_worker_pool(jobs)
     try:
         yield pool
     except BaseException:

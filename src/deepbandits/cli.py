@@ -19,6 +19,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import NoReturn
 
@@ -580,19 +581,20 @@ def _run_config(args: argparse.Namespace, config: ExperimentConfig) -> int:
     cpu = config.quick_cpu_s if args.quick else config.full_cpu_s
     if cpu is not None and not args.no_progress:
         print(f"{config.name}: expected CPU time {format_duration(cpu)}", file=sys.stderr)
-    outcome = run_experiment(
-        config,
-        out,
-        quick=args.quick,
-        seeds=args.seeds,
-        T=args.T,
-        executor=executor,
-        force=args.force,
-        fmt=args.format,
-        device=args.device,
-        progress=not args.no_progress,
-        matched={k: v for k, v in changes.items() if v is not None},
-    )
+    with closing(executor):
+        outcome = run_experiment(
+            config,
+            out,
+            quick=args.quick,
+            seeds=args.seeds,
+            T=args.T,
+            executor=executor,
+            force=args.force,
+            fmt=args.format,
+            device=args.device,
+            progress=not args.no_progress,
+            matched={k: v for k, v in changes.items() if v is not None},
+        )
     if config.kind == "sweep":
         print(format_table(outcome.summary))
         print(f"\nruns:   {out}/<policy>/seed_<s>.json (+ .{args.format})")
@@ -622,15 +624,16 @@ def _reproduce_all(args: argparse.Namespace) -> int:
         f"{format_duration(cpu)}, {wall}",
         flush=True,
     )
-    entries, (page, md) = reproduce_all(
-        out,
-        quick=args.quick,
-        executor=executor,
-        force=args.force,
-        fmt=args.format,
-        device=args.device,
-        progress=not args.no_progress,
-    )
+    with closing(executor):
+        entries, (page, md) = reproduce_all(
+            out,
+            quick=args.quick,
+            executor=executor,
+            force=args.force,
+            fmt=args.format,
+            device=args.device,
+            progress=not args.no_progress,
+        )
     failed = [e for e in entries if e["status"] != "done"]
     for entry in entries:
         print(
@@ -660,20 +663,22 @@ def _compare(args: argparse.Namespace) -> int:
             distinct_policy_names() if args.policies == ["all"] else split_specs(args.policies)
         )
     check_writable(args.out)
-    summary = compare(
-        policies,
-        args.env,
-        args.seeds,
-        args.T,
-        args.out,
-        executor=_executor(args, local_workers=1),
-        force=args.force,
-        fmt=args.format,
-        device=args.device,
-        progress=not args.no_progress,
-        checkpoints=[c for c in PAPER_CHECKPOINTS if c <= args.T] if demo else args.checkpoints,
-        holdout_size=getattr(args, "holdout", 500),
-    )
+    executor = _executor(args, local_workers=1)
+    with closing(executor):
+        summary = compare(
+            policies,
+            args.env,
+            args.seeds,
+            args.T,
+            args.out,
+            executor=executor,
+            force=args.force,
+            fmt=args.format,
+            device=args.device,
+            progress=not args.no_progress,
+            checkpoints=[c for c in PAPER_CHECKPOINTS if c <= args.T] if demo else args.checkpoints,
+            holdout_size=getattr(args, "holdout", 500),
+        )
     page = build_report(args.out, args.out / "report")[0] if demo else None
     print(format_table(summary))
     print(f"\nper-run records: {args.out}/<policy>/seed_<s>.{args.format} (+ .json configuration)")

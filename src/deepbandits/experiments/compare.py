@@ -151,39 +151,46 @@ def compare(
     _distinct(seeds, "seeds")
     _distinct([label_of(spec) for spec in policy_specs], "policy labels")
     points = tuple(check_checkpoints(checkpoints, T))
-    executor = LocalExecutor(jobs, progress=progress) if executor is None else executor
-    with folder_lock(out):
-        check_specs(policy_specs, env_spec, T, device, executor)
-        every = [
-            Job(
-                spec,
-                env_spec,
-                s,
-                T,
-                out / label_of(spec) / f"seed_{s}",
-                points,
-                holdout_size,
-                applied_device(spec, device),
+    owned = executor is None
+    executor = LocalExecutor(jobs, progress=progress) if owned else executor
+    try:
+        with folder_lock(out):
+            check_specs(policy_specs, env_spec, T, device, executor)
+            every = [
+                Job(
+                    spec,
+                    env_spec,
+                    s,
+                    T,
+                    out / label_of(spec) / f"seed_{s}",
+                    points,
+                    holdout_size,
+                    applied_device(spec, device),
+                )
+                for spec in policy_specs
+                for s in seeds
+            ]
+            sweep = run_sweep(
+                every,
+                executor=executor,
+                force=force,
+                fmt=fmt,
+                progress=progress,
             )
-            for spec in policy_specs
-            for s in seeds
-        ]
-        sweep = run_sweep(
-            every,
-            executor=executor,
-            force=force,
-            fmt=fmt,
-            progress=progress,
-        )
-        finished = set(sweep.done) | set(sweep.skipped)
-        results: dict[str, list[RunResult]] = {}
-        for job in every:
-            if job in finished:
-                results.setdefault(job.policy_spec, []).append(load_finished(job.stem))
-        summary = summarize(results)
-        if results:
-            write_atomic(out / "summary.csv", summary.to_csv(index=False))
-            plot_regret(results, out / "regret.png", title=f"{env_spec}, T={T}, {len(seeds)} seeds")
+            finished = set(sweep.done) | set(sweep.skipped)
+            results: dict[str, list[RunResult]] = {}
+            for job in every:
+                if job in finished:
+                    results.setdefault(job.policy_spec, []).append(load_finished(job.stem))
+            summary = summarize(results)
+            if results:
+                write_atomic(out / "summary.csv", summary.to_csv(index=False))
+                plot_regret(
+                    results, out / "regret.png", title=f"{env_spec}, T={T}, {len(seeds)} seeds"
+                )
+    finally:
+        if owned:
+            executor.close()
     if sweep.failed:
         raise SweepFailedError(sweep.failed)
     return summary

@@ -33,8 +33,8 @@ import json
 import os
 import traceback
 from collections import deque
-from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from collections.abc import Generator, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import torch
 
-from deepbandits._io import worker_pool
+from deepbandits._io import new_worker_pool
 from deepbandits._validation import check_choice, check_int
 from deepbandits._version import __version__
 from deepbandits.envs import Environment, make_env
@@ -222,6 +222,10 @@ class Executor(Protocol):
         Leaving the iteration early (Ctrl-C included) cancels the jobs not yet started."""
         ...
 
+    def close(self) -> None:
+        """Release what the executor keeps between sweeps (worker processes)."""
+        ...
+
 
 class LocalExecutor:
     """Jobs in ``workers`` processes on this machine (``None``: one per core,
@@ -232,7 +236,8 @@ class LocalExecutor:
     dies (killed for memory, a crash) breaks the pool, the jobs then running (the one that
     killed it, and those beside it) come back as :class:`Failure`\\ s saying so, and the jobs
     not started go on in a fresh pool. A crash in the calling process (one worker) ends the
-    sweep.
+    sweep. The worker processes are kept from one :meth:`map_unordered` to the next (a suite
+    of short sweeps starts them once) until :meth:`close`; the executor is a context manager.
     """
 
     def __init__(self, workers: int | None = None, *, progress: bool = False) -> None:
@@ -240,20 +245,41 @@ class LocalExecutor:
             (os.cpu_count() or 1) if workers is None else workers, "workers", minimum=1
         )
         self.progress = progress
+        self._pool: ProcessPoolExecutor | None = None
 
     @property
     def capacity(self) -> int:
         return self.workers
 
     def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, RunResult | Failure]]:
-        workers = min(self.workers, len(jobs))
-        if workers <= 1:
+        if self.workers <= 1 or len(jobs) <= 1:
             for job in jobs:
                 yield job, attempt(job, self.progress)
             return
         waiting = deque(jobs)
-        while waiting:
-            yield from _through_pool(waiting, min(workers, len(waiting)))
+        try:
+            while waiting:
+                if self._pool is None:
+                    self._pool = new_worker_pool(self.workers)
+                broken = yield from _through_pool(self._pool, waiting, self.workers)
+                if broken:
+                    self.close()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop the worker processes (they are started by the first sweep of several jobs and
+        kept for the next ones, so that a suite of short sweeps pays their start-up once)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 #: What a :class:`Failure` of a job whose worker process died says.
@@ -263,31 +289,33 @@ WORKER_DIED = (
 )
 
 
-def _through_pool(waiting: deque[Job], workers: int) -> Iterator[tuple[Job, RunResult | Failure]]:
-    """Compute the jobs of ``waiting`` (taken from it as they start) in one pool of
-    ``workers`` processes, at most one job per worker, until none is left or the pool breaks;
-    the jobs running when it breaks are :class:`Failure`\\ s."""
-    with worker_pool(workers) as pool:
-        running: dict[Future[RunResult | Failure], Job] = {}
-        broken = False
-        while running or (waiting and not broken):
+def _through_pool(
+    pool: ProcessPoolExecutor, waiting: deque[Job], workers: int
+) -> Generator[tuple[Job, RunResult | Failure], None, bool]:
+    """Compute the jobs of ``waiting`` (taken from it as they start) in ``pool``, at most one
+    job per worker, until none is left or the pool breaks; the jobs running when it breaks are
+    :class:`Failure`\\ s. Returns whether the pool broke."""
+    running: dict[Future[RunResult | Failure], Job] = {}
+    broken = False
+    while running or (waiting and not broken):
+        try:
+            while waiting and not broken and len(running) < workers:
+                running[pool.submit(attempt, waiting[0])] = waiting[0]
+                waiting.popleft()
+        except BrokenProcessPool:
+            broken = True  # waiting[0] did not start: it goes to the next pool
+        if not running:
+            return broken
+        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        for future in done:
+            job = running.pop(future)
             try:
-                while waiting and len(running) < workers:
-                    running[pool.submit(attempt, waiting[0])] = waiting[0]
-                    waiting.popleft()
-            except BrokenProcessPool:
-                broken = True  # waiting[0] did not start: it goes to the next pool
-            if not running:
-                return
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                job = running.pop(future)
-                try:
-                    outcome = future.result()
-                except BrokenProcessPool as exc:
-                    broken = True
-                    outcome = _failure(job, exc, WORKER_DIED)
-                yield job, outcome
+                outcome = future.result()
+            except BrokenProcessPool as exc:
+                broken = True
+                outcome = _failure(job, exc, WORKER_DIED)
+            yield job, outcome
+    return broken
 
 
 class RayUnavailableError(InputValueError):
@@ -353,6 +381,10 @@ class RayExecutor:
     @property
     def capacity(self) -> int:
         return max(1, int(self._connect().cluster_resources().get("CPU", 1)))
+
+    def close(self) -> None:
+        """Nothing to release: a Ray instance this executor started stays up for the session
+        (``ray.shutdown()`` stops it)."""
 
     def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, RunResult | Failure]]:
         devices = [job_device(job) for job in jobs]

@@ -144,7 +144,23 @@ def run_experiment(
             )
         config = with_protocol(config, matched)
     out = Path(out)
-    executor = LocalExecutor() if executor is None else executor
+    if executor is None:
+        with LocalExecutor() as own:
+            return _run(config, out, quick, own, force, fmt, device, progress)
+    return _run(config, out, quick, executor, force, fmt, device, progress)
+
+
+def _run(
+    config: ExperimentConfig,
+    out: Path,
+    quick: bool,
+    executor: Executor,
+    force: bool,
+    fmt: str,
+    device: str | None,
+    progress: bool,
+) -> Outcome:
+    """:func:`run_experiment` once its arguments are resolved."""
     if config.kind == "latency":
         with folder_lock(out):
             table = run_latency(config.options, out, device=device, progress=progress)
@@ -254,7 +270,18 @@ def reproduce_all(
         raise InputValueError(
             f"unknown experiment(s) {', '.join(unknown)}; expected some of {', '.join(configs)}"
         )
-    executor = LocalExecutor() if executor is None else executor
+    if executor is None:
+        with LocalExecutor() as own:
+            return reproduce_all(
+                root,
+                quick=quick,
+                names=chosen,
+                executor=own,
+                force=force,
+                fmt=fmt,
+                device=device,
+                progress=progress,
+            )
     entries = []
     for i, name in enumerate(chosen, start=1):
         config = configs[name]

@@ -210,7 +210,8 @@ def run_sweep(
     result = SweepResult(skipped=[job for job, _ in finished])
     if not todo:
         return result
-    executor = LocalExecutor() if executor is None else executor
+    owned = executor is None
+    executor = LocalExecutor() if owned else executor
     bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress)
     try:
         with closing(executor.map_unordered(todo)) as outcomes:
@@ -231,4 +232,6 @@ def run_sweep(
                 )
     finally:
         bar.close()
+        if owned:
+            executor.close()
     return result
