@@ -50,6 +50,7 @@ from deepbandits.errors import InputValueError
 from deepbandits.experiments.runner import RunResult, pinned_threads, run
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.networks.learner import check_device as check_torch_device
+from deepbandits.networks.learner import parse_device
 from deepbandits.policies import Policy, make_policy
 
 #: Library version that enters every configuration hash (``major.minor``): results of another
@@ -420,12 +421,7 @@ def _gpus(device: str | None) -> int:
 def check_ray_device(device: str) -> None:
     """Refuse a ``device`` that Ray tasks cannot use: not a torch device, or an indexed CUDA
     device (see :class:`RayExecutor`)."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise InputValueError(
-            f"device {device!r} is not a torch device (try 'cpu' or 'cuda')"
-        ) from exc
+    dev = parse_device(device)
     if dev.type == "cuda" and dev.index is not None:
         raise InputValueError(
             f"device {device!r} names a GPU, but with the Ray backend Ray picks each job's GPU "

@@ -56,14 +56,19 @@ _ONE = np.ones((1, 1))
 SCHEDULE_FIELDS = ("train_every", "train_start", "warmup_every", "train_steps", "batch_size")
 
 
-def check_device(device: str) -> torch.device:
-    """A torch device that exists here; ``cuda`` without a GPU is an error, not a fallback."""
+def parse_device(device: str) -> torch.device:
+    """``device`` as a torch device, or an :class:`InputValueError` naming it."""
     try:
-        dev = torch.device(device)
+        return torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise InputValueError(
             f"device {device!r} is not a torch device (try 'cpu' or 'cuda')"
         ) from exc
+
+
+def check_device(device: str) -> torch.device:
+    """A torch device that exists here; ``cuda`` without a GPU is an error, not a fallback."""
+    dev = parse_device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputValueError(f"device {device!r} was asked for, but CUDA is not available here")
     if dev.type not in ("cpu", "cuda"):
