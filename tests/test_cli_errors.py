@@ -108,14 +108,7 @@ def nothing_runs(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a computation started")
 
-    for name in (
-        "compare",
-        "tune",
-        "run_experiment",
-        "reproduce_all",
-        "run_matched",
-        "build_report",
-    ):
+    for name in ("compare", "tune", "run_experiment", "reproduce_all", "build_report"):
         monkeypatch.setattr(cli, name, refuse)
 
 
