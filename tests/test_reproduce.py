@@ -223,3 +223,19 @@ def test_every_shipped_config_file_is_the_one_loaded():
         assert config.path.name == f"{name}.toml"
         assert load_config(config.path) == config
         assert Path(config.path).is_file()
+
+
+def test_a_sweep_whose_every_job_fails_raises_the_failures(tmp_path, monkeypatch):
+    from deepbandits.experiments import executors
+    from deepbandits.experiments.sweep import SweepFailedError
+
+    def fail(job, progress=False):
+        return executors.Failure(job, "RuntimeError: injected", "traceback")
+
+    monkeypatch.setattr(executors, "attempt", fail)
+    with pytest.raises(SweepFailedError, match="injected"):
+        run_experiment(
+            builtin_config("linear"), tmp_path, seeds=[0], T=20, executor=ONE, progress=False
+        )
+    assert json.loads((tmp_path / EXPERIMENT_FILE).read_text())["T"] == 20
+    assert not (tmp_path / "report").exists()

@@ -234,7 +234,7 @@ def run_latency(
     meta = {
         "library": "deepbandits",
         "version": __version__,
-        "options": {k: v for k, v in options.items()},
+        "options": dict(options),
         "device": device or "cpu",
         "machine": platform.machine(),
         "processor": platform.processor(),

@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -197,7 +198,13 @@ def _run(
         except SweepFailedError as exc:
             failures += exc.failures
     with folder_lock(out):
-        reports = _sweep_report(config, out, folders.values())
+        try:
+            reports = _sweep_report(config, out, folders.values())
+        except DeepBanditsError as exc:
+            if not failures:
+                raise
+            warnings.warn(f"the report of {out} could not be built: {exc}", stacklevel=2)
+            reports = ()  # the failed jobs are the error to raise
         _record(config, out, quick)
     if failures:
         raise SweepFailedError(failures)
@@ -207,7 +214,7 @@ def _run(
 def _sweep_report(config: ExperimentConfig, out: Path, folders: Iterable[Path]) -> tuple[Path, ...]:
     """Write the paper's numbers and claims beside every comparison of a sweep, then its
     report (``out/report``); nothing when no run finished."""
-    reference = {**(config.paper or {}), "claims": [claim_dict(c) for c in config.claims]}
+    reference = {**(config.paper or {}), "claims": [asdict(c) for c in config.claims]}
     for folder in folders:
         write_atomic(folder / REFERENCE_FILE, json.dumps(reference, indent=2))
     if not find_comparisons(out):
@@ -218,17 +225,6 @@ def _sweep_report(config: ExperimentConfig, out: Path, folders: Iterable[Path]) 
 def _record(config: ExperimentConfig, out: Path, quick: bool) -> None:
     """``out/experiment.json``: the config as it ran."""
     write_atomic(out / EXPERIMENT_FILE, json.dumps({**config.to_dict(), "quick": quick}, indent=2))
-
-
-def claim_dict(claim: Any) -> dict[str, Any]:
-    """A :class:`~deepbandits.experiments.config.Claim` as the report reads it."""
-    return {
-        "text": claim.text,
-        "check": claim.check,
-        "metric": claim.metric,
-        "policy": claim.policy,
-        "than": claim.than,
-    }
 
 
 def expected_cpu_seconds(configs: Sequence[ExperimentConfig], quick: bool) -> float:
