@@ -89,7 +89,7 @@ def test_neural_ts_samples_around_the_mean_with_its_width():
     X = rng.standard_normal((3, 4))
     p = db.NeuralTS(alpha=2.0, lam=3.0, hidden=8, seed=0)
     mean, width = p.predict(X)
-    draws = np.array([p._index(X) for _ in range(4000)])
+    draws = np.array([p._index(p._evaluate(X), X) for _ in range(4000)])
     np.testing.assert_allclose(draws.mean(0), mean, atol=0.15 * width.max())
     np.testing.assert_allclose(draws.std(0), 2.0 * np.sqrt(3.0) * width, rtol=0.08)
 
@@ -181,10 +181,10 @@ def test_save_adds_only_exploration_rounds_with_their_weight():
     rng = np.random.default_rng(5)
     X = rng.standard_normal((3, 5))
     arm = p.select(X)
-    layer, arms, _, _, widths = p._search(X)
+    layer, arms, _, _, widths = p._search(p._features_and_heads(X)[0])
     assert layer == 0 and arm in arms  # nothing learned yet: every arm is wide at layer 1
     w = 0.5 / widths[0, arm]
-    phi = p._phi(X)[arm]
+    phi = p._features_and_heads(X)[0][arm]
     p.update(X, arm, 0.7)
     np.testing.assert_allclose(p.layers_.A[0], np.eye(4) / 4 + w * w * np.outer(phi, phi))
     assert p.layers_.n_updates.tolist() == [1] + [0] * (len(p.levels_) - 1)
@@ -199,7 +199,7 @@ def test_mle_var_weights_by_predictive_variance():
     for _ in range(5):
         X = rng.standard_normal((3, 5))
         arm = p.select(X)
-        phi = p._phi(X)[arm]
+        phi = p._features_and_heads(X)[0][arm]
         expected = float(phi @ p.ridge_.A_inv[0] @ phi)
         p.update(X, arm, 0.2)
         assert p.last_update_["sigma2_hat"] == pytest.approx(expected)

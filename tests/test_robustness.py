@@ -79,6 +79,10 @@ def fitted(name: str, params: dict[str, Any], rounds: int = 70) -> db.Policy:
     return policy
 
 
+#: masks of K arms that are refused: none available, wrong length, not booleans
+BAD_MASKS = [np.zeros(K, dtype=bool), np.ones(K + 1, dtype=bool), np.ones(K), [1] * K]
+
+
 def bad_calls() -> list[tuple[str, str, dict[str, Any]]]:
     """(label, method, keyword arguments) of every generated bad call."""
     X = np.random.default_rng(0).standard_normal((K, D))
@@ -87,6 +91,12 @@ def bad_calls() -> list[tuple[str, str, dict[str, Any]]]:
         calls += [(f"select-contexts{i}", "select", {"contexts": bad})]
         calls += [(f"predict-contexts{i}", "predict", {"contexts": bad})]
         calls += [(f"update-contexts{i}", "update", {"contexts": bad, "arm": 0, "reward": 0.5})]
+        calls += [(f"decide-contexts{i}", "decide", {"contexts": bad})]
+    for i, bad in enumerate(BAD_MASKS):
+        calls += [(f"decide-mask{i}", "decide", {"contexts": X, "mask": bad})]
+        calls += [(f"select-mask{i}", "select", {"contexts": X, "mask": bad})]
+    calls += [("learn-unknown", "learn", {"decision": "0" * 32, "reward": 0.5})]
+    calls += [("learn-type", "learn", {"decision": 3, "reward": 0.5})]
     for i, bad in enumerate(BAD_ARMS):
         calls += [(f"update-arm{i}", "update", {"contexts": X, "arm": bad, "reward": 0.5})]
     for i, bad in enumerate(BAD_REWARDS):
@@ -112,6 +122,7 @@ BAD_CALLS = bad_calls()
 #: calls that are bad only once a policy has fixed its context dimension D
 WRONG_DIMENSION = [
     ("select-dim", "select", {"contexts": np.ones((K, D + 1))}),
+    ("decide-dim", "decide", {"contexts": np.ones((K, D + 1))}),
     ("update-dim", "update", {"contexts": np.ones((K, D + 1)), "arm": 0, "reward": 0.5}),
 ]
 
@@ -124,14 +135,15 @@ def test_every_bad_call_is_refused_and_changes_nothing(name, params):
     for policy, calls in ((fresh, BAD_CALLS), (fitted(name, params), BAD_CALLS + WRONG_DIMENSION)):
         for label, method, kwargs in calls:
             before = policy.state_dict()
-            diag = (dict(policy.last_update_), dict(policy.last_selection_))
+            diag = dict(policy.last_update_)
             with pytest.raises(db.DeepBanditsError) as err:
                 getattr(policy, method)(**kwargs)
                 pytest.fail(f"{label} was accepted")
-            named = {"contexts", "arm", "reward", "sigma2", "reward_range"} & set(kwargs)
+            named = {"contexts", "arm", "reward", "sigma2", "reward_range", "mask", "decision"}
+            named &= set(kwargs)
             assert any(word in str(err.value) for word in named), (label, str(err.value))
             assert same(policy.state_dict(), before), (name, label)
-            assert same((policy.last_update_, policy.last_selection_), diag), (name, label)
+            assert same(policy.last_update_, diag), (name, label)
         # and it still works
         play(policy, db.make_env("h1", d=D, n_arms=K, seed=5), 3)
 

@@ -15,6 +15,7 @@ turns any of them into a one-paragraph message and exit status 2.
 ``CheckpointError``         a saved policy that cannot be read or does not fit the receiver
 ``CheckpointNotFoundError`` a saved policy file that does not exist
 ``CallOrderError``          a call made before the one it depends on
+``DecisionError``           a reward for a decision that is not pending (learned, expired, unknown)
 ``NumericalError``          a result that is not finite although the inputs were valid
 ``ConcurrentUseError``      an output folder already in use by another process
 =========================== =========================================================
@@ -55,6 +56,11 @@ class CallOrderError(DeepBanditsError, RuntimeError):
     """A call made before the call it depends on (``reward`` before ``next_round``)."""
 
 
+class DecisionError(InputValueError):
+    """A reward for a decision that is not pending: already learned, expired, or unknown; or a
+    decision refused because the table of pending decisions is full."""
+
+
 class NumericalError(DeepBanditsError, ArithmeticError):
     """A computation whose result is not finite although its inputs were valid."""
 
@@ -70,6 +76,7 @@ __all__ = [
     "ConcurrentUseError",
     "DataError",
     "DataNotFoundError",
+    "DecisionError",
     "DeepBanditsError",
     "InputTypeError",
     "InputValueError",

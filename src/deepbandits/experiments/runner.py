@@ -53,9 +53,9 @@ COLUMNS: dict[str, str] = {
     "sigma2_hat": "Eq. 13 estimate (b - mu)(mu - a) before flooring; NaN when not estimated",
     "mean": "predicted mean theta^T phi(x_t,a_t) of the arm played, before the update",
     "width": "exploration width ||phi(x_t,a_t)||_{A^-1} of the arm played, before the update",
-    "time_select": "seconds spent in select()",
-    "time_update": "seconds spent in update(), network training excluded",
-    "time_train": "seconds spent training the network in this round's update()",
+    "time_select": "seconds spent in decide()",
+    "time_update": "seconds spent in learn(), network training excluded",
+    "time_train": "seconds spent training the network in this round's learn()",
 }
 
 
@@ -418,20 +418,18 @@ def run(
                 forecasts.append(holdout_forecasts(policy, holdout, i))
             rnd = env.next_round()
             t0 = time.perf_counter()
-            arm = policy.select(rnd.contexts)
+            decision = policy.decide(rnd.contexts)
             t1 = time.perf_counter()
-            sel = policy.last_selection_
+            arm = decision.arm
             reward = env.reward(arm)
             t2 = time.perf_counter()
-            policy.update(
-                rnd.contexts,
-                arm,
+            info = policy.learn(
+                decision,
                 reward,
                 sigma2=rnd.sigma2,
                 reward_range=rnd.reward_range if pass_range else None,
             )
             t3 = time.perf_counter()
-            info = policy.last_update_
             expected = rnd.expected_rewards
             regret = float(expected.max() - expected[arm])
             cum += regret
@@ -445,8 +443,8 @@ def run(
             out["sigma2_oracle"][i] = rnd.sigma2
             out["sigma2_used"][i] = info.get("sigma2", np.nan)
             out["sigma2_hat"][i] = info.get("sigma2_hat", np.nan)
-            out["mean"][i] = sel["mean"][arm] if sel else np.nan
-            out["width"][i] = sel["width"][arm] if sel else np.nan
+            out["mean"][i] = decision.mean[arm]
+            out["width"][i] = decision.width[arm]
             out["time_select"][i] = t1 - t0
             out["time_update"][i] = t3 - t2 - train
             out["time_train"][i] = train

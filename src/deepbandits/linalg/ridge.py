@@ -233,6 +233,87 @@ class RidgeState:
             f"{STAT_LIMIT:.0e}, the bound of the products of one update; the update is refused"
         )
 
+    def update_many(
+        self, X: Array, rewards: Array, weights: Array, heads: NDArray[np.int64]
+    ) -> None:
+        """Add the observations ``(X[i], rewards[i])`` with ``weights[i]`` to ``heads[i]`` at
+        once: A and b by one matrix product per head touched, then A⁻¹ and θ of those heads by
+        one exact batched inversion (the same statistics as :meth:`update` row by row).
+
+        Every row is checked first (:meth:`update`'s bounds); a refused row changes nothing.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        rewards = np.asarray(rewards, dtype=np.float64)
+        weights = np.asarray(weights, dtype=np.float64)
+        heads = np.asarray(heads, dtype=np.int64)
+        n = len(X)
+        if X.shape != (n, self.dim) or rewards.shape != (n,) or weights.shape != (n,):
+            raise InputValueError(
+                f"update_many needs X [n, {self.dim}], rewards [n], weights [n], but "
+                f"{X.shape}, {rewards.shape}, {weights.shape} are given"
+            )
+        if heads.shape != (n,) or (n and not (0 <= heads.min() and heads.max() < self.n_heads)):
+            raise InputValueError(
+                f"heads must be {n} integers in [0, {self.n_heads}), but {heads!r} is given"
+            )
+        with np.errstate(over="ignore", invalid="ignore"):
+            norm2 = np.einsum("nd,nd->n", X, X)
+            lam = self._lams[heads]
+            ok = (
+                (weights >= 0.0)
+                & (
+                    np.maximum(weights, 1.0) * norm2
+                    < STAT_LIMIT * np.minimum.reduce([lam, lam * lam, np.ones(n)])
+                )
+                & (weights * np.abs(rewards) * np.sqrt(norm2) < STAT_LIMIT * np.minimum(lam, 1.0))
+            )
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
+            self._check_update(X[bad], float(rewards[bad]), float(weights[bad]), int(heads[bad]))
+        touched = np.unique(heads)
+        for h in touched:
+            rows = heads == h
+            Xh, wh = X[rows], weights[rows]
+            self.A[h] += (Xh * wh[:, None]).T @ Xh
+            self.b[h] += Xh.T @ (wh * rewards[rows])
+            self.n_updates[h] += int(rows.sum())
+        self.A_inv[touched] = np.linalg.inv(self.A[touched])
+        self.theta[touched] = np.einsum("hij,hj->hi", self.A_inv[touched], self.b[touched])
+        self.drift[touched] = 0.0
+
+    def discount(self, gamma: float) -> None:
+        """Forget: A → λI + γ(A − λI) and b → γb on every head, then A⁻¹ and θ exactly.
+
+        The prior λI stays; the data's weight shrinks by γ (an exponential forgetting of the
+        observations, for rewards that drift)."""
+        eye = np.eye(self.dim)[None] * self._lams[:, None, None]
+        self.A = eye + gamma * (self.A - eye)
+        self.b = gamma * self.b
+        self._invert_all()
+
+    def add(self, other: RidgeState, base: RidgeState | None = None) -> None:
+        """Add the observations of ``other`` (those since ``base``, when given) to this state:
+        ridge statistics are sums, so two replicas that each learned part of a stream add up
+        to one that learned it all. Needs the same dimension, heads and λ."""
+        if (other.dim, other.n_heads) != (self.dim, self.n_heads) or not np.array_equal(
+            other._lams, self._lams
+        ):
+            raise InputValueError(
+                f"cannot add a ridge of dim {other.dim}, {other.n_heads} heads, λ {other.lam} "
+                f"to one of dim {self.dim}, {self.n_heads} heads, λ {self.lam}"
+            )
+        start = (
+            base
+            if base is not None
+            else RidgeState(self.dim, self.n_heads, self._lams, self.refresh_every)
+        )
+        if (start.dim, start.n_heads) != (self.dim, self.n_heads):
+            raise InputValueError("base must be a ridge of the same dimension and heads")
+        self.A = self.A + (other.A - start.A)
+        self.b = self.b + (other.b - start.b)
+        self.n_updates = self.n_updates + (other.n_updates - start.n_updates)
+        self._invert_all()
+
     def refit(self, X: Array, rewards: Array, weights: Array, heads: NDArray[np.int64]) -> None:
         """Rebuild all heads from scratch on the observations ``(X, rewards, weights, heads)``."""
         eye = np.eye(self.dim)

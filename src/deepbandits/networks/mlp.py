@@ -105,7 +105,8 @@ def as_input(X: Contexts, device: torch.device, dtype: torch.dtype = torch.float
         X = X.dense()
     if isinstance(X, BlockContexts):
         return BlockInput(torch.from_numpy(X.blocks).to(device, dtype), X.slots, X.n_blocks)
-    return torch.from_numpy(np.ascontiguousarray(X)).to(device, dtype)
+    X = np.ascontiguousarray(X)
+    return torch.from_numpy(X if X.flags.writeable else X.copy()).to(device, dtype)
 
 
 def block_linear(x: BlockInput, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

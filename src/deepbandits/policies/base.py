@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from abc import ABC, abstractmethod
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,11 +34,23 @@ from deepbandits.encoding import BlockContexts, Contexts, check_contexts
 from deepbandits.errors import (
     CheckpointError,
     CheckpointNotFoundError,
+    DecisionError,
     DeepBanditsError,
+    InputTypeError,
     InputValueError,
     NumericalError,
 )
+from deepbandits.policies.decision import (
+    Decision,
+    PendingDecisions,
+    check_mask,
+    greedy_propensities,
+    new_decision_id,
+    top_arms,
+)
 from deepbandits.policies.params import (
+    DECISION_DEFAULTS,
+    DECISION_SPECS,
     SEED_SPEC,
     Spec,
     check_param,
@@ -47,6 +61,48 @@ from deepbandits.policies.space import Param
 
 FORMAT_VERSION = 1
 _CLASSES: dict[str, type[Policy]] = {}
+Array = NDArray[np.float64]
+
+
+@dataclass
+class Evaluation:
+    """What a policy computes of one round's contexts before choosing (no randomness, no state
+    change): every arm's mean and width as :meth:`Policy.predict` returns them, the features
+    its head scored, each row's head, and policy-specific values. ``shown`` replaces
+    ``(mean, width)`` in the decision when the choice was made on other numbers (the member
+    BootstrappedNN drew, SAVE's layer)."""
+
+    mean: Array
+    width: Array
+    features: Array | None = None
+    heads: NDArray[np.int64] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    shown: tuple[Array, Array] | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What learning from one round needs: the arm's context, the features the head saw (None
+    when the policy learns from the context), its head and policy-specific values."""
+
+    context: Any
+    features: Array | None = None
+    head: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, decision: Decision) -> Observation:
+        return cls(decision.context, decision.features, decision.head, dict(decision.extra))
+
+    def rows(self) -> Contexts:
+        """The context as a one-row matrix (what a network or a kernel takes)."""
+        return self.context if isinstance(self.context, BlockContexts) else self.context[None]
+
+
+def arm_context(X: Contexts, arm: int) -> Any:
+    """The context of ``arm``, detached from the caller's array (a decision keeps it)."""
+    context = X[arm]
+    return context.copy() if isinstance(context, np.ndarray) else context
 
 
 def _to_saveable(obj: Any) -> Any:
@@ -73,9 +129,15 @@ def _jsonable(obj: Any) -> Any:
 class Policy(ABC):
     """Base class of all bandit policies.
 
+    The acting API is :meth:`decide` (a :class:`~deepbandits.policies.decision.Decision`, kept
+    pending by id until :meth:`learn` gets its reward), with :meth:`decide_batch` and
+    :meth:`learn_batch` for many requests at once, and :meth:`select` / :meth:`update` as the
+    synchronous shortcut (choose; learn from the contexts just shown).
+
     Subclasses implement :meth:`_initialize` (build state once the context dimension is known),
-    :meth:`_predict` (mean and exploration width per arm), :meth:`_index` (the score maximised by
-    :meth:`select`), :meth:`_learn` and the ``_state``/``_load_state`` pair.
+    :meth:`_evaluate` (mean and width per arm, and the features scored), :meth:`_index` (the
+    score maximised), :meth:`_observe` (what learning needs of the arm played), :meth:`_learn`
+    and the ``_state``/``_load_state`` pair.
 
     Every public call is all or nothing: its inputs are validated before any state changes, and a
     call that raises leaves the policy as it was (parameters, learned statistics, context
@@ -88,8 +150,8 @@ class Policy(ABC):
         Context dimension, inferred from the first contexts seen.
     t_ : int
         Number of rounds learned from.
-    last_selection_ : dict
-        ``mean`` and ``width`` of every arm scored by the last :meth:`select`.
+    pending_ : PendingDecisions
+        Decisions awaiting their reward (:mod:`deepbandits.policies.decision`).
     last_update_ : dict
         Diagnostics of the last :meth:`update`: ``sigma2`` (σ̄² used as weight), ``sigma2_hat``
         (the Eq. 13 estimate, NaN when not estimated) and ``train_seconds``.
@@ -101,7 +163,7 @@ class Policy(ABC):
     #: The type, range and meaning of every constructor parameter
     #: (:mod:`deepbandits.policies.params`). A class declares its own; once the class is defined
     #: this holds the specs of its whole hierarchy, with a preset's forbidden options removed.
-    param_specs: ClassVar[dict[str, Spec]] = {"seed": SEED_SPEC}
+    param_specs: ClassVar[dict[str, Spec]] = {"seed": SEED_SPEC, **DECISION_SPECS}
     #: Hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`),
     #: each inside its parameter's spec.
     search_space: ClassVar[dict[str, Param]] = {}
@@ -120,6 +182,7 @@ class Policy(ABC):
         check_search_space(cls.__name__, specs, cls.search_space)
 
     def __init__(self, **params: Any) -> None:
+        params = {**DECISION_DEFAULTS, **params}
         check_unknown_keys(params, self.param_specs, type(self).__name__)
         self._params = params
         self._validate()
@@ -174,23 +237,27 @@ class Policy(ABC):
         """Forget everything learned; with ``seed``, also replace the ``seed`` parameter."""
         if seed is not None:
             self._params["seed"] = check_param("seed", self.param_specs["seed"], seed)
+        p = self._params
         self.n_features_in_: int | None = None
         self.t_ = 0
-        self.last_selection_: dict[str, NDArray[np.float64]] = {}
         self.last_update_: dict[str, float] = {}
-        self._rng = np.random.default_rng(self._params.get("seed"))
+        self.pending_ = PendingDecisions(
+            p["reward_timeout"], p["timeout_unit"], p["max_pending"], p["when_full"]
+        )
+        self._rng = np.random.default_rng(p.get("seed"))
         return self
 
     def _snapshot(self) -> tuple[Any, ...]:
         """What a failing call may have changed before it raised: the dimension fixed by a first
-        call, the round counter and the diagnostics. Learned statistics and the generator are
-        never touched before a call's inputs are validated (random draws come last), so they
-        need no snapshot; ``tests/test_robustness.py`` checks the whole ``state_dict``."""
-        return (self.n_features_in_, self.t_, self.last_selection_, self.last_update_)
+        call, the round counter, the diagnostics and the generator's state. Learned statistics
+        are never touched before a call's inputs are validated, so they need no snapshot;
+        ``tests/test_robustness.py`` checks the whole ``state_dict``."""
+        return (self.n_features_in_, self.t_, self.last_update_, self._rng.bit_generator.state)
 
     def _restore(self, kept: tuple[Any, ...]) -> None:
         """Undo a failing call: put back what :meth:`_snapshot` recorded."""
-        (self.n_features_in_, self.t_, self.last_selection_, self.last_update_) = kept
+        (self.n_features_in_, self.t_, self.last_update_, rng) = kept
+        self._rng.bit_generator.state = rng
 
     def _check(self, contexts: ArrayLike | BlockContexts) -> Contexts:
         X = check_contexts(contexts, self.n_features_in_)
@@ -205,45 +272,231 @@ class Policy(ABC):
     def _initialize(self, X: Contexts) -> None:
         """Build the learned state once the context dimension is known."""
 
-    # ------------------------------------------------------------------ acting
-    def select(self, contexts: ArrayLike) -> int:
-        """Index of the arm to play among the rows of ``contexts`` ``[K_t, d]``.
+    # ------------------------------------------------------------------ hooks
+    @abstractmethod
+    def _evaluate(self, X: Contexts) -> Evaluation:
+        """Mean and width of every arm and what choosing and learning need; changes nothing."""
 
-        Ties are broken uniformly at random by the policy's own seeded generator.
+    def _evaluate_many(self, batch: list[Contexts]) -> list[Evaluation]:
+        """:meth:`_evaluate` of several rounds with the model as it is (policies with a network
+        override it to make one forward pass)."""
+        return [self._evaluate(X) for X in batch]
+
+    def _index(self, ev: Evaluation, X: Contexts) -> Array:
+        """The score maximised over the available arms (may draw random numbers)."""
+        return ev.mean
+
+    def _propensity(
+        self, ev: Evaluation, index: Array, mask: NDArray[np.bool_] | None, arm: int
+    ) -> float:
+        """Probability of playing ``arm``: exact for a deterministic index with uniform
+        tie-breaking and the exploration floor (policies that sample override it)."""
+        return float(greedy_propensities(index, mask, self._params["epsilon"])[arm])
+
+    @abstractmethod
+    def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
+        """What learning from ``arm`` needs, from the evaluation of ``X`` when there is one."""
+
+    @abstractmethod
+    def _learn(
+        self,
+        obs: Observation,
+        reward: float,
+        sigma2: float | None,
+        reward_range: tuple[float, float] | None,
+    ) -> None: ...
+
+    def _learn_many(
+        self,
+        observations: list[Observation],
+        rewards: list[float],
+        sigma2: list[float | None],
+        ranges: list[tuple[float, float] | None],
+    ) -> None:
+        """Learn several rewards (in order); policies with a ridge head override it with one
+        batched update."""
+        for obs, reward, s2, bounds in zip(observations, rewards, sigma2, ranges, strict=True):
+            self._learn_one(obs, reward, s2, bounds)
+
+    def _learn_one(
+        self,
+        obs: Observation,
+        reward: float,
+        sigma2: float | None,
+        bounds: tuple[float, float] | None,
+    ) -> None:
+        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
+        self._learn(obs, reward, sigma2, bounds)
+        self.t_ += 1
+
+    # ------------------------------------------------------------------ acting
+    def _choose(
+        self, X: Contexts, ev: Evaluation, mask: NDArray[np.bool_] | None, propensity: bool
+    ) -> tuple[int, float]:
+        """The arm played (uniform among the top available ones, or with probability ε any
+        available one) and, if asked, its probability."""
+        index = self._index(ev, X)
+        ties = top_arms(index, mask)
+        if ties is None:
+            raise NumericalError(
+                f"{type(self).__name__} scored an arm NaN; its state is not finite (contexts "
+                "or rewards too large for its settings?)"
+            )
+        epsilon = self._params["epsilon"]
+        if epsilon > 0.0 and self._rng.random() < epsilon:
+            available = np.arange(len(index)) if mask is None else np.flatnonzero(mask)
+            arm = int(self._rng.choice(available))
+        else:
+            arm = int(ties[0] if len(ties) == 1 else self._rng.choice(ties))
+        return arm, self._propensity(ev, index, mask, arm) if propensity else float("nan")
+
+    def select(self, contexts: ArrayLike, mask: ArrayLike | None = None) -> int:
+        """Index of the arm to play among the rows of ``contexts`` ``[K_t, d]`` (the synchronous
+        shortcut of :meth:`decide`: nothing is kept pending; learn with :meth:`update`).
+
+        Ties are broken uniformly at random by the policy's own seeded generator; ``mask``
+        (booleans ``[K_t]``) leaves out the arms that are not available.
         """
         kept = self._snapshot()
         try:
             X = self._check(contexts)
-            index = self._index(X)
-            top = index.max()
-            if np.isnan(top):
-                raise NumericalError(
-                    f"{type(self).__name__} scored an arm NaN; its state is not finite (contexts "
-                    "or rewards too large for its settings?)"
-                )
-            best = np.flatnonzero(index == top)
-            return int(best[0] if len(best) == 1 else self._rng.choice(best))
+            mask = check_mask(mask, X.shape[0])
+            return self._choose(X, self._evaluate(X), mask, propensity=False)[0]
         except BaseException:
             self._restore(kept)
             raise
+
+    def decide(
+        self, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
+    ) -> Decision:
+        """Choose an arm among the rows of ``contexts`` ``[K_t, d]`` and return the decision.
+
+        The decision (:class:`~deepbandits.policies.decision.Decision`) carries its id, the arm,
+        its propensity, every arm's mean and width, the model version and what learning needs;
+        the policy keeps it pending until :meth:`learn` gets its reward (by the decision or its
+        id), it expires (``reward_timeout``) or the table is full (``max_pending``,
+        ``when_full``). ``mask`` (booleans ``[K_t]``) leaves out unavailable arms: they are
+        never chosen and have propensity 0; a mask with no arm raises.
+        """
+        return self._decide([contexts], None if mask is None else [mask])[0]
+
+    def decide_batch(
+        self,
+        contexts: ArrayLike | Sequence[ArrayLike | BlockContexts],
+        masks: ArrayLike | Sequence[ArrayLike | None] | None = None,
+    ) -> list[Decision]:
+        """Decide ``B`` requests at once: ``contexts`` is an array ``[B, K, d]`` or a list of
+        ``B`` context matrices, each with its own number of arms; ``masks`` is None, an array
+        ``[B, K]`` or a list of masks (None for no mask).
+
+        All ``B`` decisions use the model as it is at the call (no reward learned in between):
+        the features of every request come from one network forward pass and the scores from
+        one batched ridge evaluation. Random draws (ties, ε, samples) follow request order.
+        """
+        if isinstance(contexts, np.ndarray):
+            if contexts.ndim != 3:
+                raise InputValueError(
+                    "contexts must be an array [B, K, d] or a list of [K, d] matrices, but "
+                    f"an array of shape {contexts.shape} is given"
+                )
+            batch: list[Any] = list(contexts)
+        elif isinstance(contexts, list | tuple):
+            batch = list(contexts)
+        else:
+            raise InputTypeError(
+                "contexts must be an array [B, K, d] or a list of context matrices, but a "
+                f"{type(contexts).__name__} is given"
+            )
+        if not batch:
+            raise InputValueError("decide_batch needs at least one request, but 0 are given")
+        if masks is not None:
+            masks = list(masks)
+            if len(masks) != len(batch):
+                raise InputValueError(
+                    f"masks must have one entry per request ({len(batch)}), but {len(masks)} "
+                    "are given"
+                )
+        return self._decide(batch, masks)
+
+    def _decide(self, batch: list[Any], masks: list[Any] | None) -> list[Decision]:
+        kept = self._snapshot()
+        try:
+            Xs = [self._check(X) for X in batch]
+            checked = [
+                check_mask(None if masks is None else masks[i], X.shape[0])
+                for i, X in enumerate(Xs)
+            ]
+            self.pending_.check_room(len(Xs))
+            evs = self._evaluate_many(Xs)
+            chosen = [
+                self._choose(X, ev, mask, propensity=True)
+                for X, ev, mask in zip(Xs, evs, checked, strict=True)
+            ]
+            observed = [
+                self._observe(X, arm, ev) for X, ev, (arm, _) in zip(Xs, evs, chosen, strict=True)
+            ]
+        except BaseException:
+            self._restore(kept)
+            raise
+        now = time.time()
+        decisions = []
+        for ev, mask, (arm, propensity), obs in zip(evs, checked, chosen, observed, strict=True):
+            mean, width = ev.shown if ev.shown is not None else (ev.mean, ev.width)
+            decision = Decision(
+                id=new_decision_id(),
+                arm=arm,
+                propensity=propensity,
+                mean=mean,
+                width=width,
+                model_version=self.t_,
+                round=self.pending_.n_decided,
+                time=now,
+                mask=mask,
+                context=obs.context,
+                features=obs.features,
+                head=obs.head,
+                extra=obs.extra,
+            )
+            self.pending_.add(decision)
+            decisions.append(decision)
+        self.pending_.expire(self.pending_.n_decided - 1, now)
+        return decisions
 
     def predict(self, contexts: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``.
 
         The width is the posterior standard deviation of the mean that the policy's UCB index
         multiplies by α (‖φ‖_{A⁻¹} for the ridge policies, ‖g/√m‖_{Z⁻¹} for NeuralUCB/TS, the
-        ensemble's spread for BootstrappedNN). Predicting changes no state: it draws no random
-        numbers and leaves :attr:`last_selection_` as it was.
+        ensemble's spread for BootstrappedNN). Predicting changes no state and draws no random
+        numbers.
         """
         kept = self._snapshot()
         try:
-            X = self._check(contexts)
-            return self._predict(X)
+            ev = self._evaluate(self._check(contexts))
+            return ev.mean, ev.width
         except BaseException:
             self._restore(kept)
             raise
-        finally:
-            self.last_selection_ = kept[2]
+
+    def _check_reward(
+        self,
+        reward: Any,
+        sigma2: Any,
+        reward_range: Any,
+    ) -> tuple[float, float | None, tuple[float, float] | None]:
+        """Validated reward, oracle σ² and the reward range in force (the round's, else the
+        policy's); a reward outside that range is refused."""
+        reward = check_finite_scalar(reward, "reward", bound=MAX_ABS_INPUT)
+        if sigma2 is not None:
+            sigma2 = check_positive(sigma2, "sigma2", allow_zero=True, bound=MAX_ABS_INPUT)
+        bounds = (
+            check_reward_range(reward_range) if reward_range is not None else self._reward_range
+        )
+        if bounds is not None and not bounds[0] <= reward <= bounds[1]:
+            raise InputValueError(
+                f"reward {reward} is outside the reward range [{bounds[0]}, {bounds[1]}]"
+            )
+        return reward, sigma2, bounds
 
     def update(
         self,
@@ -254,12 +507,13 @@ class Policy(ABC):
         sigma2: float | None = None,
         reward_range: tuple[float, float] | None = None,
     ) -> None:
-        """Learn from the round just played.
+        """Learn from the round just played (the synchronous shortcut of :meth:`learn`).
 
         Parameters
         ----------
         contexts : array of shape [K_t, d]
-            The contexts the arm was chosen from.
+            The contexts the arm was chosen from; the features are computed from them with the
+            model as it is now.
         arm : int
             Index of the arm played.
         reward : float
@@ -269,45 +523,138 @@ class Policy(ABC):
         reward_range : (a, b), optional
             This round's reward range; overrides the policy's ``reward_range`` (dynamic ranges,
             Fig. ab_dynamic (b)). A reward outside the range in force is refused.
-
-        ``_learn`` receives the validated values and the range in force (or None).
         """
         kept = self._snapshot()
         try:
             X = self._check(contexts)
             arm = check_arm(arm, X.shape[0])
-            reward = check_finite_scalar(reward, "reward", bound=MAX_ABS_INPUT)
-            if sigma2 is not None:
-                sigma2 = check_positive(sigma2, "sigma2", allow_zero=True, bound=MAX_ABS_INPUT)
-            bounds = (
-                check_reward_range(reward_range) if reward_range is not None else self._reward_range
-            )
-            if bounds is not None and not bounds[0] <= reward <= bounds[1]:
-                raise InputValueError(
-                    f"reward {reward} is outside the reward range [{bounds[0]}, {bounds[1]}]"
-                )
-            self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
-            self._learn(X, arm, reward, sigma2, bounds)
-            self.t_ += 1
+            checked = self._check_reward(reward, sigma2, reward_range)
+            self._learn_one(self._observe(X, arm, None), *checked)
         except BaseException:
             self._restore(kept)
             raise
 
-    @abstractmethod
-    def _index(self, X: Contexts) -> NDArray[np.float64]: ...
-
-    @abstractmethod
-    def _predict(self, X: Contexts) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
-
-    @abstractmethod
-    def _learn(
+    def learn(
         self,
-        X: NDArray[np.float64],
-        arm: int,
+        decision: Decision | str,
         reward: float,
-        sigma2: float | None,
-        reward_range: tuple[float, float] | None,
-    ) -> None: ...
+        *,
+        sigma2: float | None = None,
+        reward_range: tuple[float, float] | None = None,
+    ) -> dict[str, float]:
+        """Learn the reward of a pending decision (given as the Decision or its id).
+
+        The update uses what the policy saw when it decided (the decision's context and
+        features), whatever it has learned since. A decision takes one reward: a second one, or a
+        reward for an expired or unknown decision, raises
+        :class:`~deepbandits.errors.DecisionError` and changes nothing. ``sigma2`` and
+        ``reward_range`` are as in :meth:`update`. Returns the update's diagnostics
+        (:attr:`last_update_`).
+        """
+        self.learn_batch([decision], [reward], sigma2=[sigma2], reward_ranges=[reward_range])
+        return dict(self.last_update_)
+
+    def learn_batch(
+        self,
+        decisions: Sequence[Decision | str],
+        rewards: ArrayLike,
+        *,
+        sigma2: Sequence[float | None] | None = None,
+        reward_ranges: Sequence[tuple[float, float] | None] | None = None,
+    ) -> None:
+        """Learn the rewards of several pending decisions at once, in the order given.
+
+        Every decision and reward is checked before anything is learned (a call that raises
+        changes nothing). Ridge heads add the whole batch by one batched update, the
+        observation weights (σ̂² of Eq. 13) computed with the model as it is at the call; the
+        network trains at most once, at the end, if its schedule has a training within the
+        batch.
+        """
+        decisions = list(decisions)
+        rewards_list = list(np.atleast_1d(np.asarray(rewards, dtype=object)))
+        n = len(decisions)
+        if len(rewards_list) != n:
+            raise InputValueError(
+                f"rewards must have one entry per decision ({n}), but {len(rewards_list)} are given"
+            )
+        s2 = [None] * n if sigma2 is None else list(sigma2)
+        ranges = [None] * n if reward_ranges is None else list(reward_ranges)
+        if len(s2) != n or len(ranges) != n:
+            raise InputValueError(
+                f"sigma2 and reward_ranges must have one entry per decision ({n}), but "
+                f"{len(s2)} and {len(ranges)} are given"
+            )
+        now = time.time()
+        latest = self.pending_.n_decided - 1
+        found = [self.pending_.lookup(d, latest, now) for d in decisions]
+        ids = [d.id for d in found]
+        if len(set(ids)) != n:
+            twice = next(i for i in ids if ids.count(i) > 1)
+            raise DecisionError(f"decision {twice} appears twice: a decision takes one reward")
+        checked = [
+            self._check_reward(r, v, b) for r, v, b in zip(rewards_list, s2, ranges, strict=True)
+        ]
+        kept = self._snapshot()
+        try:
+            observations = [Observation.of(d) for d in found]
+            if n == 1:  # exactly the update of the synchronous path
+                self._learn_one(observations[0], *checked[0])
+            else:
+                self._learn_many(
+                    observations,
+                    [c[0] for c in checked],
+                    [c[1] for c in checked],
+                    [c[2] for c in checked],
+                )
+        except BaseException:
+            self._restore(kept)
+            raise
+        for decision_id in ids:
+            self.pending_.pop(decision_id)
+        self.pending_.expire(latest, now)
+
+    def merge(self, other: Policy, base: Policy | None = None) -> Policy:
+        """Add what another replica learned to this policy, and return this policy.
+
+        Ridge statistics are sums: a replica's observations are ``A − λI`` and ``b`` (those
+        since ``base``, the state both replicas started from, when given), so two replicas that
+        each learned part of a stream and are merged equal one policy that learned it all. The
+        replicas must be the same class with the same parameters and see the same features
+        (the same network weights for the neural-linear family; its head is merged, its
+        training history extended). Policies whose statistics are not sums refuse.
+        """
+        if type(other) is not type(self):
+            raise InputTypeError(
+                f"merge needs another {type(self).__name__}, but a {type(other).__name__} is given"
+            )
+        mine = {k: v for k, v in self._params.items() if k not in ("seed", "device")}
+        theirs = {k: v for k, v in other._params.items() if k not in ("seed", "device")}
+        if mine != theirs:
+            differ = sorted(k for k in mine if mine[k] != theirs.get(k))
+            raise InputValueError(
+                f"merge needs replicas with the same parameters; {', '.join(differ)} differ"
+            )
+        if base is not None and type(base) is not type(self):
+            raise InputTypeError(f"base must be a {type(self).__name__} too")
+        if other.n_features_in_ is None:
+            return self
+        if self.n_features_in_ is None:
+            self._check(np.zeros((1, other.n_features_in_)))
+        elif other.n_features_in_ != self.n_features_in_:
+            raise InputValueError(
+                f"merge needs replicas of the same context dimension, but {other.n_features_in_}"
+                f" and {self.n_features_in_} are given"
+            )
+        since = base if base is not None and base.n_features_in_ is not None else None
+        self._merge(other, since)
+        self.t_ += other.t_ - (since.t_ if since is not None else 0)
+        return self
+
+    def _merge(self, other: Policy, base: Policy | None) -> None:
+        raise InputValueError(
+            f"{type(self).__name__} cannot merge replicas: its learned state is not a sum of "
+            "per-round statistics"
+        )
 
     # ------------------------------------------------------------------ state
     @abstractmethod
@@ -327,6 +674,7 @@ class Policy(ABC):
             "t": self.t_,
             "n_features_in": self.n_features_in_,
             "state": self._state() if self.n_features_in_ is not None else {},
+            "pending": self.pending_.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -365,6 +713,8 @@ class Policy(ABC):
                 self._initialize(np.zeros((1, self.n_features_in_)))
                 self._load_state(state["state"])
             self.t_ = int(state["t"])
+            if "pending" in state:  # files written before decisions existed have none
+                self.pending_.load_state_dict(state["pending"])
         except Exception as exc:
             self.__dict__.clear()
             self.__dict__.update(before)

@@ -12,6 +12,7 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from deepbandits.encoding import Contexts
 from deepbandits.networks.learner import (
@@ -20,7 +21,8 @@ from deepbandits.networks.learner import (
     check_network_params,
     seeded_generator,
 )
-from deepbandits.policies.base import Policy
+from deepbandits.policies.base import Evaluation, Observation, Policy, arm_context
+from deepbandits.policies.decision import greedy_propensities
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.space import HIDDEN, LR, TRAIN_STEPS, Param
@@ -42,8 +44,9 @@ class BootstrappedNN(Policy):
 
     Notes
     -----
-    ``predict`` returns the ensemble mean and standard deviation over members; ``select`` plays
-    the argmax of the drawn member (its scores are in ``last_selection_["mean"]``).
+    ``predict`` returns the ensemble mean and standard deviation over members; a decision plays
+    the argmax of the drawn member, and its ``mean`` holds that member's predictions. Its
+    propensity is exact: the share of members whose greedy choice (ties split) is the arm.
     """
 
     param_specs: ClassVar[dict[str, Spec]] = {
@@ -83,22 +86,33 @@ class BootstrappedNN(Policy):
         """``[n_models, K]`` predictions of every member."""
         return np.stack([m.forward(X)[:, 0] for m in self.members_])
 
-    def _predict(self, X: Contexts) -> tuple[Array, Array]:
+    def _evaluate(self, X: Contexts) -> Evaluation:
         out = self._outputs(X)
-        return out.mean(axis=0), out.std(axis=0)
+        return Evaluation(out.mean(axis=0), out.std(axis=0), extra={"outputs": out})
 
-    def _index(self, X: Contexts) -> Array:
-        """Greedy on one member drawn at random; the record keeps that member's prediction as
+    def _index(self, ev: Evaluation, X: Contexts) -> Array:
+        """Greedy on one member drawn at random; the decision shows that member's prediction as
         the mean and the members' spread as the width (the forecast's standard deviation)."""
         member = int(self._rng.integers(len(self.members_)))
-        out = self._outputs(X)
-        self.last_selection_ = {"mean": out[member], "width": out.std(axis=0)}
+        out = ev.extra["outputs"]
+        ev.shown = (out[member], ev.width)
         return out[member]
+
+    def _propensity(
+        self, ev: Evaluation, index: Array, mask: NDArray[np.bool_] | None, arm: int
+    ) -> float:
+        """Exact: the mean over members of the probability each gives ``arm`` greedily."""
+        epsilon = self._params["epsilon"]
+        shares = [greedy_propensities(member, mask, 0.0)[arm] for member in ev.extra["outputs"]]
+        n_available = len(index) if mask is None else int(mask.sum())
+        return (1.0 - epsilon) * float(np.mean(shares)) + epsilon / n_available
+
+    def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
+        return Observation(arm_context(X, arm))
 
     def _learn(
         self,
-        X: Contexts,
-        arm: int,
+        obs: Observation,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
@@ -106,7 +120,7 @@ class BootstrappedNN(Policy):
         copies = self._rng.poisson(1.0, len(self.members_))
         for member, k in zip(self.members_, copies, strict=True):
             for _ in range(k):
-                member.history.append(X[arm], reward, 1.0, 0)
+                member.history.append(obs.context, reward, 1.0, 0)
         if self.train_schedule_.should_train(self.t_ + 1):
             start = time.perf_counter()
             for member in self.members_:

@@ -24,7 +24,7 @@ import torch
 
 from deepbandits._convert import as_numpy
 from deepbandits.errors import InputValueError
-from deepbandits.policies.base import Policy
+from deepbandits.policies.base import Evaluation, Observation, Policy, arm_context
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.params import ALPHA_SPEC, LAM_SPEC, REFRESH_EVERY_SPEC, Spec
 from deepbandits.policies.space import ALPHA, Param, log_float
@@ -125,6 +125,7 @@ class KernelUCB(Policy):
         overflow: str = "window",
         refresh_every: int = 500,
         seed: int | None = None,
+        **options: Any,
     ) -> None:
         super().__init__(
             alpha=alpha,
@@ -135,6 +136,7 @@ class KernelUCB(Policy):
             overflow=overflow,
             refresh_every=refresh_every,
             seed=seed,
+            **options,
         )
 
     def _initialize(self, X: Array) -> None:
@@ -147,7 +149,7 @@ class KernelUCB(Policy):
     def _k(self, X: Array, Y: Array) -> Array:
         return kernel_matrix(X, Y, self._params["kernel"], self._params["lengthscale"])
 
-    def _predict(self, X: Array) -> tuple[Array, Array]:
+    def _evaluate(self, X: Array) -> Evaluation:  # type: ignore[override]
         lam = self._params["lam"]
         kxx = np.einsum("kd,kd->k", X, X) if self._params["kernel"] == "linear" else np.ones(len(X))
         if len(self.y_) == 0:
@@ -157,23 +159,23 @@ class KernelUCB(Policy):
             mean = kx @ self._alpha_y
             var = kxx - ((kx @ self.M_inv_) * kx).sum(axis=1)
         width = np.sqrt(np.maximum(var, 0.0) / lam)
-        self.last_selection_ = {"mean": mean, "width": width}
-        return mean, width
+        return Evaluation(mean, width)
 
-    def _index(self, X: Array) -> Array:
-        mean, width = self._predict(X)
-        return mean + self._params["alpha"] * width
+    def _index(self, ev: Evaluation, X: Array) -> Array:  # type: ignore[override]
+        return ev.mean + self._params["alpha"] * ev.width
+
+    def _observe(self, X: Array, arm: int, ev: Evaluation | None) -> Observation:  # type: ignore[override]
+        return Observation(arm_context(X, arm))
 
     def _learn(
         self,
-        X: Array,
-        arm: int,
+        obs: Observation,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
     ) -> None:
         p = self._params
-        x = X[arm : arm + 1]
+        x = obs.rows()
         n = len(self.y_)
         if n >= p["max_history"] and p["overflow"] == "error":
             raise InputValueError(

@@ -8,18 +8,27 @@ observation by 1/σ̄²ₜ according to its variance source (:mod:`deepbandits.v
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from deepbandits.encoding import BlockContexts, Contexts, same_contexts
+from deepbandits.encoding import BlockContexts, Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.formulas import theory_alpha, variance_floor
 from deepbandits.linalg.ridge import RidgeState
-from deepbandits.policies.base import Policy, Preset
-from deepbandits.policies.params import LAM_SPEC, REFRESH_EVERY_SPEC, Spec
+from deepbandits.policies.base import Evaluation, Observation, Policy, Preset, arm_context
+from deepbandits.policies.features import FeatureMap, IdentityFeatures, stack_contexts
+from deepbandits.policies.heads import RidgeHead
+from deepbandits.policies.params import (
+    DISCOUNT_DEFAULTS,
+    DISCOUNT_SPECS,
+    LAM_SPEC,
+    REFRESH_EVERY_SPEC,
+    Spec,
+)
 from deepbandits.policies.space import ALPHA, LAM, Param
 from deepbandits.variance import VARIANCE_SOURCES, parse_variance_schedule, round_variance
 
@@ -56,6 +65,12 @@ class LinUCB(Policy):
         δ and the bound M ≥ ‖θ*‖ of Theorem 4.1 (``alpha="theory"`` only).
     refresh_every : int, default=500
         Rank-one updates of a ridge head between exact re-inversions.
+    discount : float, default=1.0
+        γ ≤ 1: every ``discount_every`` rewards learned, the ridge statistics shrink towards the
+        prior, A → λI + γ(A − λI), b → γb, so that old rounds weigh γ^(age/discount_every)
+        (live traffic drifts); 1 keeps every round (Eq. 5/10).
+    discount_every : int, default=100
+        Rewards learned between two discounts.
     seed : int, optional
         Seed of the policy's generator (tie-breaking; network initialisation and minibatches in
         the neural family).
@@ -85,6 +100,7 @@ class LinUCB(Policy):
         ),
         "M": Spec("real", "bound M ≥ ‖θ*‖ of Theorem 4.1", low=0),
         "refresh_every": REFRESH_EVERY_SPEC,
+        **DISCOUNT_SPECS,
     }
     #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
     search_space: ClassVar[dict[str, Param]] = {"alpha": ALPHA, "lam": LAM}
@@ -106,6 +122,8 @@ class LinUCB(Policy):
         delta: float = 0.05,
         M: float = 1.0,
         refresh_every: int = 500,
+        discount: float = DISCOUNT_DEFAULTS["discount"],
+        discount_every: int = DISCOUNT_DEFAULTS["discount_every"],
         seed: int | None = None,
         **extra: Any,
     ) -> None:
@@ -121,6 +139,8 @@ class LinUCB(Policy):
             delta=delta,
             M=M,
             refresh_every=refresh_every,
+            discount=discount,
+            discount_every=discount_every,
             seed=seed,
             **extra,
         )
@@ -138,65 +158,48 @@ class LinUCB(Policy):
         elif p["schedule"] is not None:
             raise InputValueError("schedule is only used with variance='schedule'")
 
-    # ------------------------------------------------------------------ features
-    def _features(self, X: Contexts) -> Array:
-        """φ(x) for each row of ``X`` (identity for LinUCB)."""
-        return X
+    # ------------------------------------------------------------------ parts
+    def _feature_map(self, X: Contexts, blockwise: bool) -> FeatureMap:
+        """The feature map φ of this policy (the identity here; a network in the neural
+        family)."""
+        return IdentityFeatures(X.shape[1], blockwise)
 
     def _feature_dim(self, n_features: int) -> int:
         return n_features
 
     def _initialize(self, X: Contexts) -> None:
         p = self._params
-        self.ridge_: RidgeState | None = None
         self._feature_dim_ = self._feature_dim(X.shape[1])
         # On block-encoded contexts every x lives in one block, so A = λI + Σ x xᵀ is
         # block-diagonal: the shared ridge of Eq. 5 is exactly one ridge per block on the D
         # features of that block (same θᵀx and ‖x‖_{A⁻¹}, K² times less memory).
-        self.by_block_ = self._raw_features and isinstance(X, BlockContexts) and not p["per_arm"]
-        if self.by_block_:
-            assert isinstance(X, BlockContexts)
-            self.ridge_ = RidgeState(X.block_dim, X.n_blocks, p["lam"], p["refresh_every"])
-        elif not p["per_arm"]:
-            self.ridge_ = RidgeState(self._feature_dim_, 1, p["lam"], p["refresh_every"])
+        by_block = self._raw_features and isinstance(X, BlockContexts) and not p["per_arm"]
+        self._build_head("per_block" if by_block else "per_arm" if p["per_arm"] else "shared", X)
+        self.features_ = self._feature_map(X, by_block)
         self._last_sigma2_bar = variance_floor(p["R"], self._feature_dim_)
-        self._cache: tuple[Array, Array] | None = None
         if p["variance"] == "schedule" and self._schedule is None:
             self._schedule = parse_variance_schedule(p["schedule"], p["horizon"])
 
-    def _heads(self, X: Contexts) -> NDArray[np.int64] | None:
-        if self.by_block_:
-            if not isinstance(X, BlockContexts):
-                raise InputValueError(
-                    "this policy was fitted on block-encoded contexts (BlockContexts) and keeps "
-                    "one ridge per block; dense contexts cannot be scored"
-                )
-            return X.slots
-        n_arms = X.shape[0]
-        if not self._params["per_arm"]:
-            return None
-        if self.ridge_ is None:
-            self.ridge_ = RidgeState(
-                self._feature_dim_, n_arms, self._params["lam"], self._params["refresh_every"]
-            )
-        elif n_arms != self.ridge_.n_heads:
-            raise InputValueError(
-                f"per_arm=True keeps one model per arm and was fitted with {self.ridge_.n_heads} "
-                f"arms, but {n_arms} arms are given"
-            )
-        return np.arange(n_arms)
+    def _build_head(self, layout: str, X: Contexts) -> None:
+        p = self._params
+        block = layout == "per_block" and isinstance(X, BlockContexts)
+        self.head_ = RidgeHead(
+            X.block_dim if block else self._feature_dim_,  # type: ignore[union-attr]
+            layout,
+            p["lam"],
+            p["refresh_every"],
+            X.n_blocks if block else None,  # type: ignore[union-attr]
+        )
 
-    def _phi(self, X: Contexts) -> Array:
-        """Features of ``X``, reusing those of the last call when the contexts are the same."""
-        if self._cache is not None and same_contexts(self._cache[0], X):
-            return self._cache[1]
-        if isinstance(X, BlockContexts) and self.by_block_:
-            phi = X.blocks
-        else:
-            dense = self._raw_features and isinstance(X, BlockContexts)
-            phi = self._features(X.dense() if dense else X)
-        self._cache = (X.copy(), phi)
-        return phi
+    @property
+    def ridge_(self) -> RidgeState | None:
+        """The ridge statistics of the head (None before the first round of a per-arm head)."""
+        return self.head_.ridge
+
+    @property
+    def by_block_(self) -> bool:
+        """Whether the head keeps one ridge per block of block-encoded contexts."""
+        return self.head_.layout == "per_block"
 
     # ------------------------------------------------------------------ acting
     def alpha_t(self, n_arms: int) -> float:
@@ -219,39 +222,75 @@ class LinUCB(Policy):
     def _theory_H(self) -> int:
         return 1
 
-    def _predict(self, X: Contexts) -> tuple[Array, Array]:
-        heads = self._heads(X)
-        assert self.ridge_ is not None
-        mean, width = self.ridge_.score(self._phi(X), heads)
-        self.last_selection_ = {"mean": mean, "width": width}
-        return mean, width
+    def _features_and_heads(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
+        phi, slots = self.features_.transform(X)
+        return phi, self.head_.heads(X.shape[0], slots)
 
-    def _index(self, X: Contexts) -> Array:
-        mean, width = self._predict(X)
-        return mean + self.alpha_t(X.shape[0]) * width
+    def _evaluate(self, X: Contexts) -> Evaluation:
+        phi, heads = self._features_and_heads(X)
+        mean, width = self.head_.score(phi, heads)
+        return Evaluation(mean, width, phi, heads)
+
+    def _evaluate_many(self, batch: list[Contexts]) -> list[Evaluation]:
+        """One feature-map call and one batched ridge evaluation for all the rounds."""
+        if len(batch) == 1:
+            return [self._evaluate(batch[0])]
+        sizes = [X.shape[0] for X in batch]
+        if self.head_.layout == "per_arm":
+            for n in sizes:  # check every request before scoring any
+                self.head_.heads(n, None)
+        if isinstance(batch[0], BlockContexts) != isinstance(batch[-1], BlockContexts) or (
+            isinstance(batch[0], BlockContexts) and len({X.n_blocks for X in batch}) > 1  # type: ignore[union-attr]
+        ):
+            return [self._evaluate(X) for X in batch]
+        phi, slots = self.features_.transform(stack_contexts(batch))
+        bounds = np.cumsum([0, *sizes])
+        if self.head_.layout == "per_arm":
+            heads = np.concatenate([np.arange(n) for n in sizes])
+        else:
+            heads = self.head_.heads(len(phi), slots)
+        mean, width = self.head_.score(phi, heads)
+        return [
+            Evaluation(
+                mean[a:b],
+                width[a:b],
+                phi[a:b],
+                None if heads is None else heads[a:b],
+            )
+            for a, b in itertools.pairwise(bounds)
+        ]
+
+    def _index(self, ev: Evaluation, X: Contexts) -> Array:
+        return ev.mean + self.alpha_t(X.shape[0]) * ev.width
+
+    def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
+        phi, heads = (ev.features, ev.heads) if ev is not None else self._features_and_heads(X)
+        assert phi is not None
+        return Observation(
+            arm_context(X, arm),
+            np.array(phi[arm]),
+            0 if heads is None else int(heads[arm]),
+        )
 
     # ------------------------------------------------------------------ learning
-    def _learn(
+    def _weight(
         self,
-        X: Contexts,
-        arm: int,
-        reward: float,
+        phi: Array,
+        head: int,
+        t: int,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
-    ) -> None:
+    ) -> tuple[float, float]:
+        """σ̄²ₜ and the σ² estimate of one observation (the variance source, Eq. 9–13)."""
         p = self._params
-        heads = self._heads(X)
-        head = 0 if heads is None else int(heads[arm])
-        assert self.ridge_ is not None
-        phi = self._phi(X)[arm]
-        mean_hat = float(phi @ self.ridge_.theta[head])  # θₜ₋₁ᵀφ(xₜ,ₐₜ; wₜ₋₁), Eq. 13
-        predictive = (
-            float(phi @ self.ridge_.A_inv[head] @ phi) if p["variance"] == "mle-var" else np.nan
-        )
-        sigma2_bar, sigma2_hat = round_variance(
+        ridge = self.head_.ridge
+        assert ridge is not None
+        mean_hat = float(phi @ ridge.theta[head])  # θₜ₋₁ᵀφ(xₜ,ₐₜ; wₜ₋₁), Eq. 13
+        predictive = float(phi @ ridge.A_inv[head] @ phi) if p["variance"] == "mle-var" else np.nan
+        return round_variance(
             p["variance"],
             mean_hat=mean_hat,
-            t=self.t_,
+            t=t,
             R=p["R"],
             d=self._feature_dim_,
             oracle=sigma2,
@@ -259,34 +298,111 @@ class LinUCB(Policy):
             schedule=self._schedule,
             predictive_variance=predictive,
         )
+
+    def _learn(
+        self,
+        obs: Observation,
+        reward: float,
+        sigma2: float | None,
+        reward_range: tuple[float, float] | None,
+    ) -> None:
+        phi, head = obs.features, obs.head
+        assert phi is not None and self.head_.ridge is not None
+        sigma2_bar, sigma2_hat = self._weight(phi, head, self.t_, sigma2, reward_range)
         weight = 1.0 / sigma2_bar
-        self.ridge_.update(phi, reward, weight, head)
+        self.head_.ridge.update(phi, reward, weight, head)
         self._last_sigma2_bar = sigma2_bar
+        self._finish_learning([obs.context], [reward], [weight], [head], sigma2_bar, sigma2_hat)
+
+    def _learn_many(
+        self,
+        observations: list[Observation],
+        rewards: list[float],
+        sigma2: list[float | None],
+        ranges: list[tuple[float, float] | None],
+    ) -> None:
+        """All the rewards by one batched ridge update, each weighted with the model as it is
+        at the call (σ̂² of Eq. 13 from θ before the batch)."""
+        ridge = self.head_.ridge
+        assert ridge is not None
+        phis = np.stack([o.features for o in observations])  # type: ignore[arg-type]
+        heads = np.array([o.head for o in observations], dtype=np.int64)
+        used = [
+            self._weight(phi, int(h), self.t_ + i, s2, rr)
+            for i, (phi, h, s2, rr) in enumerate(zip(phis, heads, sigma2, ranges, strict=True))
+        ]
+        weights = 1.0 / np.array([u[0] for u in used])
+        ridge.update_many(phis, np.asarray(rewards, dtype=np.float64), weights, heads)
+        self._last_sigma2_bar = used[-1][0]
+        self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
+        self._finish_learning(
+            [o.context for o in observations], rewards, list(weights), list(heads), *used[-1]
+        )
+        self.t_ += len(observations)
+
+    def _finish_learning(
+        self,
+        contexts: list[Any],
+        rewards: list[float],
+        weights: list[float],
+        heads: list[int],
+        sigma2_bar: float,
+        sigma2_hat: float,
+    ) -> None:
+        """After the ridge update of ``len(rewards)`` rounds: the feature map's training, the
+        discount, the diagnostics."""
         start = time.perf_counter()
-        trained = self._after_update(X[arm], reward, weight, head)
+        trained = self._after_updates(contexts, rewards, weights, heads)
+        t_before, t_after = self.t_, self.t_ + len(rewards)
+        every, gamma = self._params["discount_every"], self._params["discount"]
+        crossed = t_after // every - t_before // every
+        if gamma < 1.0 and crossed:
+            self.head_.discount(gamma**crossed)
         self.last_update_ = {
             "sigma2": sigma2_bar,
             "sigma2_hat": sigma2_hat,
             "train_seconds": time.perf_counter() - start if trained else 0.0,
         }
 
-    def _after_update(self, context: Contexts, reward: float, weight: float, head: int) -> bool:
-        """Hook for subclasses that learn more than the ridge; returns True if it trained."""
+    def _after_updates(
+        self, contexts: list[Any], rewards: list[float], weights: list[float], heads: list[int]
+    ) -> bool:
+        """Hook for policies whose feature map learns too; returns True if it trained."""
         return False
+
+    def _merge(self, other: Policy, base: Policy | None) -> None:
+        assert isinstance(other, LinUCB)
+        if other.head_.layout != self.head_.layout:
+            raise InputValueError(
+                f"cannot merge a {other.head_.layout} head into a {self.head_.layout} one"
+            )
+        self.head_.merge(other.head_, base.head_ if isinstance(base, LinUCB) else None)
 
     # ------------------------------------------------------------------ state
     def _state(self) -> dict[str, Any]:
         return {
-            "ridge": self.ridge_.state_dict() if self.ridge_ is not None else None,
+            "ridge": self.head_.state_dict(),
             "last_sigma2_bar": self._last_sigma2_bar,
             "by_block": self.by_block_,
         }
 
     def _load_state(self, state: dict[str, Any]) -> None:
-        if state["ridge"] is not None:
-            self.ridge_ = RidgeState.from_state_dict(state["ridge"])
+        if state.get("by_block", False):
+            ridge = state["ridge"]
+            self.head_ = RidgeHead(
+                int(ridge["dim"]),
+                "per_block",
+                self._params["lam"],
+                self._params["refresh_every"],
+                int(ridge["n_heads"]),
+            )
+            self.features_ = self._feature_map_for_blocks()
+        self.head_.load_state_dict(state["ridge"])
         self._last_sigma2_bar = float(state["last_sigma2_bar"])
-        self.by_block_ = bool(state.get("by_block", False))
+
+    def _feature_map_for_blocks(self) -> FeatureMap:
+        assert self.n_features_in_ is not None
+        return IdentityFeatures(self.n_features_in_, blockwise=True)
 
 
 class Sigma2LinUCB(Preset, LinUCB):

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import torch
+
 from deepbandits.encoding import Contexts
+from deepbandits.errors import InputValueError
 from deepbandits.formulas import warmup_prior
 from deepbandits.networks.learner import NetworkLearner, check_network_params, seeded_generator
 from deepbandits.networks.mlp import MLP
 from deepbandits.networks.training import LOSSES
-from deepbandits.policies.base import Preset
-from deepbandits.policies.linucb import Array, LinUCB
+from deepbandits.policies.base import Policy, Preset
+from deepbandits.policies.features import FeatureMap, NetworkFeatures
+from deepbandits.policies.linucb import LinUCB
 from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.space import ALPHA, FEATURE_DIM, HIDDEN, LAM, LR, TRAIN_STEPS, Param
 
@@ -146,8 +150,7 @@ class NeuralLinearBandit(LinUCB):
     def _theory_H(self) -> int:
         return self.train_schedule_.train_every
 
-    def _initialize(self, X: Contexts) -> None:
-        super()._initialize(X)
+    def _feature_map(self, X: Contexts, blockwise: bool) -> FeatureMap:
         p = self._params
         self._torch_gen = seeded_generator(p["seed"])
         self.learner_ = NetworkLearner(
@@ -158,6 +161,10 @@ class NeuralLinearBandit(LinUCB):
             device=self.device_,
             generator=self._torch_gen,
         )
+        return NetworkFeatures(self.learner_, p["feature_dim"])
+
+    def _initialize(self, X: Contexts) -> None:
+        super()._initialize(X)
         self._weight_sum = 0.0
 
     @property
@@ -169,20 +176,21 @@ class NeuralLinearBandit(LinUCB):
     def n_trainings_(self) -> int:
         return self.learner_.n_trainings
 
-    def _features(self, X: Contexts) -> Array:
-        return self.learner_.forward(X)
-
-    def _after_update(self, context: Contexts, reward: float, weight: float, head: int) -> bool:
-        self.learner_.history.append(context, reward, weight, head)
-        self._weight_sum += weight
-        t, t0 = self.t_ + 1, self.train_schedule_.train_start
+    def _after_updates(
+        self, contexts: list[Any], rewards: list[float], weights: list[float], heads: list[int]
+    ) -> bool:
+        """The trainer's part of learning: keep the rounds for training, move the warm-up
+        prior, and train φ when the schedule has a training among the new rounds."""
+        for context, reward, weight, head in zip(contexts, rewards, weights, heads, strict=True):
+            self.learner_.history.append(context, reward, weight, head)
+            self._weight_sum += weight
+        first, t, t0 = self.t_ + 1, self.t_ + len(rewards), self.train_schedule_.train_start
         if self._params["lam_warmup"] and t <= t0:
             lam = warmup_prior(self._params["lam"], self._weight_sum / t, t, t0)
             assert self.ridge_ is not None
             if lam != self.ridge_.lam:
                 self.ridge_.set_lam(lam)
-                self._cache = None
-        if not self.train_schedule_.should_train(self.t_ + 1):
+        if not any(self.train_schedule_.should_train(s) for s in range(first, t + 1)):
             return False
         self.train_network()
         return True
@@ -198,11 +206,31 @@ class NeuralLinearBandit(LinUCB):
             generator=self._torch_gen,
             steps=steps,
         )
-        self._cache = None
         if self._params["refit_on_update"]:
             X, r, w, h = self.learner_.history.view()
-            self.ridge_.refit(self._features(X), r, w, h)
+            self.ridge_.refit(self.features_.transform(X)[0], r, w, h)
         return loss
+
+    def _merge(self, other: Policy, base: Policy | None) -> None:
+        """Merge the ridge head of a replica with the same network, and extend the training
+        history by the rounds it learned (since ``base``)."""
+        assert isinstance(other, NeuralLinearBandit)
+        for mine, theirs in zip(
+            self.network_.state_dict().values(), other.network_.state_dict().values(), strict=True
+        ):
+            if not torch.equal(mine.cpu(), theirs.cpu()):
+                raise InputValueError(
+                    "merge needs replicas that share the network φ (the same weights): their "
+                    "heads are sums over the same features only then; merge between trainings, "
+                    "or train one network and copy it"
+                )
+        super()._merge(other, base)
+        done = base.learner_.history.seen if isinstance(base, NeuralLinearBandit) else 0
+        new = min(other.learner_.history.seen - done, other.learner_.history.size)
+        X, r, w, h = other.learner_.history.view()
+        for i in range(other.learner_.history.size - new, other.learner_.history.size):
+            self.learner_.history.append(X[i], float(r[i]), float(w[i]), int(h[i]))
+            self._weight_sum += float(w[i])
 
     def _state(self) -> dict[str, Any]:
         return {

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from numpy.typing import NDArray
 
 from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
@@ -38,7 +39,7 @@ from deepbandits.networks.learner import (
     seeded_generator,
 )
 from deepbandits.networks.mlp import add_outer_, as_input
-from deepbandits.policies.base import Policy, Preset
+from deepbandits.policies.base import Evaluation, Observation, Policy, Preset, arm_context
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.params import (
     ALPHA_SPEC,
@@ -66,6 +67,11 @@ class NeuralGradientBandit(Policy):
         Exploration rate γ (UCB) or ν (TS); the paper uses 0.02 for every method.
     lam : float, default=1.0
         Regulariser λ of Z.
+    propensity_samples : int, default=1000
+        NeuralTS: Monte Carlo samples of the arms' posterior draws behind each decision's
+        propensity, P(arm) ≈ (wins + 1)/(samples + 1) counting the draw actually made (a
+        standard error below 0.016); drawn from a generator of their own, seeded by the
+        policy's seed and the decision's round, so they leave the trajectory unchanged.
     max_full_params : int, default=5000
         Largest parameter count accepted by ``mode="full"`` (Z⁻¹ takes 8p² bytes).
     refresh_every : int, default=500
@@ -85,6 +91,7 @@ class NeuralGradientBandit(Policy):
         "alpha": ALPHA_SPEC,
         "lam": LAM_SPEC,
         "max_full_params": Spec("int", "most network parameters for mode='full'", low=1),
+        "propensity_samples": Spec("int", "NeuralTS: Monte Carlo samples per propensity", low=1),
         "refresh_every": REFRESH_EVERY_SPEC,
         **NETWORK_SPECS,
     }
@@ -106,6 +113,7 @@ class NeuralGradientBandit(Policy):
         alpha: float = 0.02,
         lam: float = 1.0,
         max_full_params: int = 5000,
+        propensity_samples: int = 1000,
         refresh_every: int = 500,
         seed: int | None = None,
         **network_params: Any,
@@ -116,6 +124,7 @@ class NeuralGradientBandit(Policy):
             alpha=alpha,
             lam=lam,
             max_full_params=max_full_params,
+            propensity_samples=propensity_samples,
             refresh_every=refresh_every,
             seed=seed,
             **{**NETWORK_PARAMS, **network_params},
@@ -157,7 +166,7 @@ class NeuralGradientBandit(Policy):
     def n_trainings_(self) -> int:
         return self.learner_.n_trainings
 
-    def _predict(self, X: Contexts) -> tuple[Array, Array]:
+    def _evaluate(self, X: Contexts) -> Evaluation:
         """f(x) and ‖g(x)/√m‖_{Z⁻¹} for every arm, from one batched backward pass."""
         net = self.learner_.network
         with torch.no_grad():
@@ -171,28 +180,48 @@ class NeuralGradientBandit(Policy):
                 quad = ((g64 @ self.z_.A_inv[0]) * g64).sum(axis=1)
         mean = f.to("cpu", torch.float64).numpy()
         width = np.sqrt(np.maximum(quad, 0.0) / self._m)
-        self.last_selection_ = {"mean": mean, "width": width}
-        return mean, width
+        return Evaluation(mean, width)
 
-    def _index(self, X: Contexts) -> Array:
-        mean, width = self._predict(X)
-        alpha = self._params["alpha"]
+    def _sample_sd(self, width: Array) -> Array:
+        """Standard deviation of NeuralTS's draw: σ² = ν²λ gᵀZ⁻¹g/m (Zhang et al. 2021, Alg. 1)."""
+        return self._params["alpha"] * math.sqrt(self._params["lam"]) * width
+
+    def _index(self, ev: Evaluation, X: Contexts) -> Array:
         if self._params["exploration"] == "ucb":
-            return mean + alpha * width
-        # σ² = λ gᵀZ⁻¹g/m (Zhang et al. 2021, Alg. 1); one sample per arm
-        sd = alpha * math.sqrt(self._params["lam"]) * width
-        return mean + sd * self._rng.standard_normal(len(mean))
+            return ev.mean + self._params["alpha"] * ev.width
+        return ev.mean + self._sample_sd(ev.width) * self._rng.standard_normal(len(ev.mean))
+
+    def _propensity(
+        self, ev: Evaluation, index: Array, mask: NDArray[np.bool_] | None, arm: int
+    ) -> float:
+        """UCB: exact (base rule). NeuralTS: the Monte Carlo estimate of ``propensity_samples``
+        draws (class notes), with the exploration floor ε added exactly."""
+        p = self._params
+        if p["exploration"] == "ucb":
+            return super()._propensity(ev, index, mask, arm)
+        rng = np.random.default_rng([self.pending_.n_decided, p["seed"] or 0])
+        draws = ev.mean + self._sample_sd(ev.width) * rng.standard_normal(
+            (p["propensity_samples"], len(ev.mean))
+        )
+        if mask is not None:
+            draws[:, ~mask] = -np.inf
+        wins = int((draws.argmax(axis=1) == arm).sum())
+        estimate = (wins + 1) / (p["propensity_samples"] + 1)
+        n_available = len(index) if mask is None else int(mask.sum())
+        return (1.0 - p["epsilon"]) * estimate + p["epsilon"] / n_available
+
+    def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
+        return Observation(arm_context(X, arm))
 
     def _learn(
         self,
-        X: Contexts,
-        arm: int,
+        obs: Observation,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
     ) -> None:
         net = self.learner_.network
-        x = as_input(X[arm : arm + 1], self.device_)
+        x = as_input(obs.rows(), self.device_)
         with torch.no_grad():
             if self.z_ is None:  # Z += g gᵀ/m, diagonal part: δ² ⊗ a² per layer
                 _, deltas, acts = output_gradients(net, x)
@@ -203,7 +232,7 @@ class NeuralGradientBandit(Policy):
             else:
                 _, g = per_sample_gradients(net, x)
                 self.z_.update(g[0].to("cpu", torch.float64).numpy(), 0.0, 1.0 / self._m)
-        self.learner_.history.append(X[arm], reward, 1.0, 0)
+        self.learner_.history.append(obs.context, reward, 1.0, 0)
         if self.train_schedule_.should_train(self.t_ + 1):
             start = time.perf_counter()
             self.learner_.train_reward_model(self.train_schedule_, self._torch_gen)

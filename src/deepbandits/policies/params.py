@@ -231,6 +231,54 @@ ALPHA_SPEC = Spec("real", "exploration rate α", low=0)
 LAM_SPEC = Spec("real", "ridge regulariser λ", low=0, low_inclusive=False)
 REFRESH_EVERY_SPEC = Spec("int", "rank-one updates between exact re-inversions", low=1)
 
+#: The options of every policy for live use: exploration floor and the pending-decision table
+#: (:mod:`deepbandits.policies.decision`), with their defaults.
+DECISION_SPECS: dict[str, Spec] = {
+    "epsilon": Spec(
+        "real",
+        "exploration floor ε: a uniformly drawn available arm with probability ε",
+        low=0,
+        high=1,
+    ),
+    "reward_timeout": Spec(
+        "real",
+        "age after which a pending decision expires (None: never)",
+        low=0,
+        low_inclusive=False,
+        optional=True,
+    ),
+    "timeout_unit": Spec(
+        "choice",
+        "reward_timeout counted in decisions made since, or in seconds",
+        choices=("decisions", "seconds"),
+    ),
+    "max_pending": Spec("int", "most decisions awaiting their reward", low=1),
+    "when_full": Spec(
+        "choice",
+        "a decision when max_pending await: expire the oldest, or refuse",
+        choices=("expire-oldest", "refuse"),
+    ),
+}
+DECISION_DEFAULTS: dict[str, Any] = {
+    "epsilon": 0.0,
+    "reward_timeout": None,
+    "timeout_unit": "decisions",
+    "max_pending": 100_000,
+    "when_full": "expire-oldest",
+}
+#: Forgetting for drifting data, on the policies whose statistics are sums (ridge heads).
+DISCOUNT_SPECS: dict[str, Spec] = {
+    "discount": Spec(
+        "real",
+        "γ: every discount_every rewards, statistics shrink to prior + γ·(data)",
+        low=0,
+        high=1,
+        low_inclusive=False,
+    ),
+    "discount_every": Spec("int", "rewards learned between two discounts", low=1),
+}
+DISCOUNT_DEFAULTS: dict[str, Any] = {"discount": 1.0, "discount_every": 100}
+
 #: The parameters of every network (``NETWORK_PARAMS`` of :mod:`deepbandits.networks.learner`).
 NETWORK_SPECS: dict[str, Spec] = {
     "hidden": Spec("int", "width m of the hidden layers", low=1),
@@ -262,6 +310,10 @@ NETWORK_SPECS: dict[str, Spec] = {
 
 __all__ = [
     "ALPHA_SPEC",
+    "DECISION_DEFAULTS",
+    "DECISION_SPECS",
+    "DISCOUNT_DEFAULTS",
+    "DISCOUNT_SPECS",
     "LAM_SPEC",
     "NETWORK_SPECS",
     "REFRESH_EVERY_SPEC",

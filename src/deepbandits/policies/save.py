@@ -28,15 +28,17 @@ their Theorem; with them SAVE explores heavily, the over-exploration that the pa
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
+from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.linalg.ridge import RidgeState
-from deepbandits.policies.base import Preset
+from deepbandits.policies.base import Evaluation, Observation, Policy, Preset
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.neural_linear import NeuralLinearBandit
 from deepbandits.policies.params import Spec
@@ -139,37 +141,63 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
         )
         return p["beta_scale"] * radii
 
-    def _search(self, X: Array) -> tuple[int | None, NDArray[np.int64], Array, Array, Array]:
-        phi = self._phi(X)
-        L, K = len(self.levels_), len(X)
+    def _search(self, phi: Array) -> tuple[int | None, NDArray[np.int64], Array, Array, Array]:
+        L, K = len(self.levels_), len(phi)
         heads = np.repeat(np.arange(L), K)
         mean, width = self.layers_.score(np.tile(phi, (L, 1)), heads)
         means, widths = mean.reshape(L, K), width.reshape(L, K)
         layer, arms, scores = save_layer_search(means, widths, self.layer_radii(), self.threshold_)
         return layer, arms, scores, means, widths
 
-    def _index(self, X: Array) -> Array:
-        layer, arms, scores, means, widths = self._search(X)
+    def _index(self, ev: Evaluation, X: Contexts) -> Array:
+        assert ev.features is not None
+        layer, arms, scores, means, widths = self._search(ev.features)
         at = len(self.levels_) - 1 if layer is None else layer
-        self.last_selection_ = {"mean": means[at], "width": widths[at]}
+        ev.shown = (means[at], widths[at])
+        ev.extra["search"] = (layer, arms, widths)
         index = np.full(len(X), -np.inf)
         index[arms] = scores
         return index
 
+    def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
+        obs = super()._observe(X, arm, ev)
+        if ev is not None and "search" in ev.extra:
+            layer, arms, widths = ev.extra["search"]
+        else:
+            layer, arms, _, _, widths = self._search(self._features_and_heads(X)[0])
+        if layer is None or arm not in arms:  # an exploit round: stored in no layer
+            return obs
+        return replace(obs, extra={"layer": layer, "width": float(widths[layer, arm])})
+
     def _learn(
         self,
-        X: Array,
-        arm: int,
+        obs: Observation,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
     ) -> None:
-        layer, arms, _, _, widths = self._search(X)
-        if layer is not None and arm in arms:  # an exploration round of layer ℓ
-            w = 2.0 ** -(layer + 1) / widths[layer, arm]
-            self.layers_.update(self._phi(X)[arm], reward, w * w, layer)
+        if "layer" in obs.extra:  # an exploration round of layer ℓ
+            layer = int(obs.extra["layer"])
+            w = 2.0 ** -(layer + 1) / obs.extra["width"]
+            self.layers_.update(obs.features, reward, w * w, layer)
             self.sq_rewards_[layer] += w * w * reward * reward
-        super()._learn(X, arm, reward, sigma2, reward_range)
+        super()._learn(obs, reward, sigma2, reward_range)
+
+    def _learn_many(
+        self,
+        observations: list[Observation],
+        rewards: list[float],
+        sigma2: list[float | None],
+        ranges: list[tuple[float, float] | None],
+    ) -> None:
+        """One reward at a time: a layer's radius depends on the rounds before."""
+        Policy._learn_many(self, observations, rewards, sigma2, ranges)
+
+    def _merge(self, other: Policy, base: Policy | None) -> None:
+        raise InputValueError(
+            "SaveNeuralLinUCB cannot merge replicas: which layer a round enters depends on "
+            "every round before it"
+        )
 
     def _state(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,366 @@
+"""Decisions as values, the table of decisions awaiting their reward, and exact propensities.
+
+A :class:`Decision` is what :meth:`~deepbandits.policies.base.Policy.decide` returns: an
+immutable record of one choice (its id, the arm, the probability the policy had of choosing it,
+every arm's mean and width, the model version) together with what learning from its reward needs
+(the context of the arm played and the features the policy saw). The policy keeps the decisions
+it made in a :class:`PendingDecisions` table until their reward arrives, they expire
+(``reward_timeout``) or the table, bounded by ``max_pending``, makes room for new ones.
+
+The rules of the table, in one place:
+
+* a reward is learned at most once: a second reward for the same id raises
+  :class:`~deepbandits.errors.DecisionError` saying it was already learned (the last
+  ``max_pending`` learned ids are remembered; older ones read as unknown);
+* a decision older than ``reward_timeout`` (decisions made since, or seconds) expires: it leaves
+  the table and a reward for it raises ``DecisionError`` saying it expired;
+* when the table holds ``max_pending`` decisions, a new decision expires the oldest one
+  (``when_full="expire-oldest"``, the default: live traffic never stops) or is refused
+  (``when_full="refuse"``: ``decide`` raises and changes nothing).
+
+Every decision made is, at any moment, exactly one of pending, learned or expired
+(:meth:`PendingDecisions.counts`).
+
+The propensity of a deterministic index policy is exact: among the available arms (``mask``)
+with the top score, ties are broken uniformly, and an exploration floor ε plays a uniformly drawn
+available arm with probability ε, so that arm ``a`` has probability
+``(1 − ε)·[a ∈ ties]/#ties + ε/#available`` (:func:`greedy_propensities`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deepbandits.errors import DecisionError, InputValueError
+
+Array = NDArray[np.float64]
+TIMEOUT_UNITS = ("decisions", "seconds")
+WHEN_FULL = ("expire-oldest", "refuse")
+
+
+def _frozen(array: Any) -> Any:
+    """A read-only view of an array (a decision never changes)."""
+    if isinstance(array, np.ndarray):
+        view = array.view()
+        view.flags.writeable = False
+        return view
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class Decision:
+    """One choice of a policy: an immutable value.
+
+    Attributes
+    ----------
+    id : str
+        Unique identifier (a random UUID, hexadecimal): the key a reward is learned by.
+    arm : int
+        Index of the arm chosen among the rows of the contexts.
+    propensity : float
+        Probability that the policy chose this arm given the contexts and the mask (exact for
+        index policies, a Monte Carlo estimate for NeuralTS; see each policy).
+    mean, width : ndarray ``[K]``
+        Every arm's estimated mean reward and exploration width at the time of the decision.
+    model_version : int
+        Rewards the policy had learned when it decided (its ``t_``).
+    round : int
+        Decisions the policy had made before this one.
+    time : float
+        Wall-clock time of the decision (seconds since the epoch).
+    mask : ndarray of bool ``[K]`` or None
+        The arms that were available (None: all).
+    context : ndarray ``[d]`` or one-row BlockContexts
+        Context of the arm played, as given.
+    features : ndarray or None
+        What the policy's head saw for the arm played: φ(x) of the ridge policies (the
+        identity's x for LinUCB, the last layer of the network for the neural-linear family);
+        None for policies that learn from the context itself.
+    head : int
+        The ridge head the observation goes to (per-arm and per-block layouts), else 0.
+    extra : dict
+        Policy-specific values the update needs (SAVE's layer and width).
+    """
+
+    id: str
+    arm: int
+    propensity: float
+    mean: Array
+    width: Array
+    model_version: int
+    round: int
+    time: float
+    mask: NDArray[np.bool_] | None
+    context: Any
+    features: Array | None = None
+    head: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("mean", "width", "mask", "context", "features"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+    def __repr__(self) -> str:
+        return (
+            f"Decision(id={self.id!r}, arm={self.arm}, propensity={self.propensity:.4g}, "
+            f"model_version={self.model_version}, round={self.round})"
+        )
+
+
+def new_decision_id() -> str:
+    """A fresh decision id: 32 hexadecimal digits of a random UUID (unique across replicas and
+    restarts without coordination)."""
+    return uuid.uuid4().hex
+
+
+def check_mask(mask: Any, n_arms: int) -> NDArray[np.bool_] | None:
+    """Validate a mask of available arms: booleans of shape ``[n_arms]``, at least one True."""
+    if mask is None:
+        return None
+    arr = np.asarray(mask)
+    if arr.dtype != np.bool_:
+        raise InputValueError(
+            f"mask must be an array of booleans (True = the arm may be chosen), but an array of "
+            f"{arr.dtype} is given"
+        )
+    if arr.shape != (n_arms,):
+        raise InputValueError(
+            f"mask must have one entry per arm, shape ({n_arms},), but shape {arr.shape} is given"
+        )
+    if not arr.any():
+        raise InputValueError("mask allows no arm: at least one arm must be available")
+    return arr
+
+
+def top_arms(index: Array, mask: NDArray[np.bool_] | None) -> NDArray[np.int64] | None:
+    """The available arms with the largest index (None when an available index is NaN)."""
+    if mask is None:
+        top = index.max()
+        return None if np.isnan(top) else np.flatnonzero(index == top)
+    scores = np.where(mask, index, -np.inf)
+    top = scores.max()
+    return None if np.isnan(top) else np.flatnonzero((scores == top) & mask)
+
+
+def greedy_propensities(index: Array, mask: NDArray[np.bool_] | None, epsilon: float) -> Array:
+    """Every arm's probability under uniform tie-breaking among the top available arms and an
+    exploration floor ε (module notes); 0 for masked arms."""
+    ties = top_arms(index, mask)
+    probs = np.zeros(len(index))
+    if ties is None:
+        return probs
+    probs[ties] = (1.0 - epsilon) / len(ties)
+    if epsilon > 0.0:
+        available = np.ones(len(index), dtype=bool) if mask is None else mask
+        probs[available] += epsilon / available.sum()
+    return probs
+
+
+class PendingDecisions:
+    """Decisions awaiting their reward, by id, oldest first (module notes give the rules).
+
+    Parameters
+    ----------
+    reward_timeout : int or float or None
+        Age after which a decision expires, in ``timeout_unit``; None: never.
+    timeout_unit : {"decisions", "seconds"}
+        Age counted in decisions made since, or in wall-clock seconds.
+    max_pending : int
+        Most decisions kept.
+    when_full : {"expire-oldest", "refuse"}
+        What a new decision does when the table is full.
+    """
+
+    def __init__(
+        self,
+        reward_timeout: float | None,
+        timeout_unit: str,
+        max_pending: int,
+        when_full: str,
+    ) -> None:
+        self.reward_timeout = reward_timeout
+        self.timeout_unit = timeout_unit
+        self.max_pending = max_pending
+        self.when_full = when_full
+        self._pending: OrderedDict[str, Decision] = OrderedDict()
+        self._learned: OrderedDict[str, None] = OrderedDict()
+        self._expired: OrderedDict[str, None] = OrderedDict()
+        self.n_decided = 0
+        self.n_learned = 0
+        self.n_expired = 0
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def __contains__(self, decision_id: object) -> bool:
+        return decision_id in self._pending
+
+    def counts(self) -> dict[str, int]:
+        """``decided = pending + learned + expired`` at every moment."""
+        return {
+            "decided": self.n_decided,
+            "pending": len(self._pending),
+            "learned": self.n_learned,
+            "expired": self.n_expired,
+        }
+
+    def ids(self) -> list[str]:
+        """Ids of the pending decisions, oldest first."""
+        return list(self._pending)
+
+    def _remember(self, book: OrderedDict[str, None], decision_id: str) -> None:
+        book[decision_id] = None
+        while len(book) > self.max_pending:
+            book.popitem(last=False)
+
+    def _is_old(self, decision: Decision, round_now: int, now: float) -> bool:
+        if self.reward_timeout is None:
+            return False
+        if self.timeout_unit == "decisions":
+            return round_now - decision.round > self.reward_timeout
+        return now - decision.time > self.reward_timeout
+
+    def expire(self, round_now: int, now: float | None = None) -> list[str]:
+        """Remove the decisions older than the timeout at decision count ``round_now`` (the
+        index of the latest decision) and time ``now``; return their ids."""
+        now = time.time() if now is None else now
+        gone = []
+        while self._pending:
+            oldest = next(iter(self._pending.values()))
+            if not self._is_old(oldest, round_now, now):
+                break  # decisions are kept in the order made, so the rest are younger
+            gone.append(self._drop_oldest())
+        return gone
+
+    def _drop_oldest(self) -> str:
+        decision_id, _ = self._pending.popitem(last=False)
+        self._remember(self._expired, decision_id)
+        self.n_expired += 1
+        return decision_id
+
+    def check_room(self, n_new: int) -> None:
+        """Raise :class:`DecisionError` if ``n_new`` decisions do not fit and the table refuses
+        (checked before a decision changes anything)."""
+        if self.when_full == "refuse" and len(self._pending) + n_new > self.max_pending:
+            raise DecisionError(
+                f"{len(self._pending)} decisions await their reward and max_pending="
+                f"{self.max_pending} with when_full='refuse': learn or expire some before "
+                f"deciding {n_new} more"
+            )
+
+    def add(self, decision: Decision) -> None:
+        """Keep a new decision, expiring the oldest when the table is full."""
+        if len(self._pending) >= self.max_pending:
+            self._drop_oldest()
+        self._pending[decision.id] = decision
+        self.n_decided += 1
+
+    def lookup(self, key: Decision | str, round_now: int, now: float) -> Decision:
+        """The pending decision of ``key`` (a Decision or its id) at decision count
+        ``round_now`` and time ``now``, or a :class:`DecisionError` saying why there is none
+        (a decision past its timeout reads as expired); changes nothing."""
+        decision_id = key.id if isinstance(key, Decision) else key
+        if not isinstance(decision_id, str):
+            raise InputValueError(
+                f"decision must be a Decision or a decision id (str), but "
+                f"{type(key).__name__} is given"
+            )
+        found = self._pending.get(decision_id)
+        if found is not None and not self._is_old(found, round_now, now):
+            return found
+        if decision_id in self._learned:
+            raise DecisionError(
+                f"decision {decision_id} was already learned: a decision takes one reward"
+            )
+        if found is not None or decision_id in self._expired:
+            raise DecisionError(
+                f"decision {decision_id} expired (reward_timeout={self.reward_timeout} "
+                f"{self.timeout_unit}, or the table of max_pending={self.max_pending} was full) "
+                "before its reward arrived"
+            )
+        raise DecisionError(
+            f"decision {decision_id} is not pending in this policy: it was made by another "
+            "policy or replica, or so long ago that it is forgotten"
+        )
+
+    def pop(self, decision_id: str) -> Decision:
+        """Remove a pending decision whose reward is being learned."""
+        decision = self._pending.pop(decision_id)
+        self._remember(self._learned, decision_id)
+        self.n_learned += 1
+        return decision
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "pending": [decision_state(d) for d in self._pending.values()],
+            "learned": list(self._learned),
+            "expired": list(self._expired),
+            "counts": [self.n_decided, self.n_learned, self.n_expired],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._pending = OrderedDict((d["id"], decision_from_state(d)) for d in state["pending"])
+        self._learned = OrderedDict.fromkeys(state["learned"])
+        self._expired = OrderedDict.fromkeys(state["expired"])
+        self.n_decided, self.n_learned, self.n_expired = (int(c) for c in state["counts"])
+
+
+def decision_state(decision: Decision) -> dict[str, Any]:
+    """A decision as plain values and arrays (what a checkpoint stores)."""
+    from deepbandits.encoding import BlockContexts
+
+    context = decision.context
+    block = isinstance(context, BlockContexts)
+    return {
+        "id": decision.id,
+        "arm": decision.arm,
+        "propensity": decision.propensity,
+        "mean": np.array(decision.mean),
+        "width": np.array(decision.width),
+        "model_version": decision.model_version,
+        "round": decision.round,
+        "time": decision.time,
+        "mask": None if decision.mask is None else np.array(decision.mask),
+        "context": np.array(context.blocks if block else context),
+        "block": [int(context.slots[0]), int(context.n_blocks)] if block else None,
+        "features": None if decision.features is None else np.array(decision.features),
+        "head": decision.head,
+        "extra": {k: float(v) for k, v in decision.extra.items()},
+    }
+
+
+def decision_from_state(state: dict[str, Any]) -> Decision:
+    """Inverse of :func:`decision_state` (arrays may come back as tensors from a file)."""
+    from deepbandits._convert import as_numpy
+    from deepbandits.encoding import BlockContexts
+
+    def arr(value: Any, dtype: Any = np.float64) -> Any:
+        return None if value is None else np.array(as_numpy(value, dtype))
+
+    context = arr(state["context"])
+    if state["block"] is not None:
+        slot, n_blocks = state["block"]
+        context = BlockContexts(context, [slot], n_blocks)
+    extra = {k: (int(v) if k == "layer" else float(v)) for k, v in state["extra"].items()}
+    return Decision(
+        id=str(state["id"]),
+        arm=int(state["arm"]),
+        propensity=float(state["propensity"]),
+        mean=arr(state["mean"]),
+        width=arr(state["width"]),
+        model_version=int(state["model_version"]),
+        round=int(state["round"]),
+        time=float(state["time"]),
+        mask=arr(state["mask"], np.bool_),
+        context=context,
+        features=arr(state["features"]),
+        head=int(state["head"]),
+        extra=extra,
+    )
