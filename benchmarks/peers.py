@@ -75,7 +75,7 @@ Labels = NDArray[np.int64]
 
 #: Shapes (D, K) of the paper's datasets the benchmark is run at.
 SHAPES: dict[str, tuple[int, int]] = {"covertype": (54, 7), "shuttle": (9, 7)}
-#: α and λ of every contender (timing and agreement); obp's λ is fixed at 1.
+#: α and λ of every contender (timing and agreement); MABWiser and obp are run at λ = 1.
 ALPHA, LAM = 0.5, 2.0
 BATCH = 1000
 STREAM_ROWS = 50 * BATCH
