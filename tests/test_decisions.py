@@ -35,6 +35,7 @@ def test_a_decision_is_an_immutable_value_with_what_the_update_needs():
     np.testing.assert_array_equal(d.context, X[d.arm])
     with pytest.raises(AttributeError):
         d.arm = 1  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(d)).id == d.id
     with pytest.raises(ValueError):
         d.mean[0] = 5.0
     X[d.arm] = 99.0  # the caller's array may change: the decision keeps what was shown
@@ -89,7 +90,7 @@ def test_decisions_expire_after_the_timeout_in_decisions_or_seconds():
 
     timed = db.make_policy("linucb", seed=0, reward_timeout=60, timeout_unit="seconds")
     d = timed.decide(contexts(0))
-    late = Decision(**{**d.__dict__, "time": d.time - 61})  # as if made 61 s ago
+    late = d._replace(time=d.time - 61)  # as if made 61 s ago
     timed.pending_._pending[d.id] = late
     with pytest.raises(DecisionError, match="expired"):
         timed.learn(d.id, 1.0)

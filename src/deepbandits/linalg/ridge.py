@@ -164,7 +164,10 @@ class RidgeState:
         in_place = self.dim >= _IN_PLACE_DIM
         if in_place:
             # large heads (NeuralUCB's full Z): rank-one updates in place, no d × d temporaries
-            A_inv_t, xt = torch.from_numpy(A_inv), torch.from_numpy(x)
+            A_inv_t, xt = (
+                torch.from_numpy(A_inv),
+                torch.from_numpy(x if x.flags.writeable else x.copy()),
+            )
             Ax_t = A_inv_t @ xt
             gain = 1.0 + weight * float(xt @ Ax_t)
         else:
@@ -185,7 +188,7 @@ class RidgeState:
         elif in_place:
             A_inv_t.addr_(Ax_t, Ax_t, alpha=-weight / gain)
         else:
-            A_inv[...] = _rank_one_step(A_inv, Ax, weight / gain)
+            A_inv -= (Ax[:, None] * Ax) * (weight / gain)  # _rank_one_step, in place
         self.drift[head] = drift if exact is None else 0.0
         b = self.b[head]
         b += (weight * reward) * x
@@ -340,22 +343,42 @@ class RidgeState:
         self.theta = np.einsum("hij,hj->hi", self.A_inv, self.b)
         self.drift[:] = 0.0
 
-    def score(self, X: Array, heads: NDArray[np.int64] | None = None) -> tuple[Array, Array]:
-        """Mean θᵀx and width ‖x‖_{A⁻¹} for each row of ``X``, in one batched operation.
+    def score(
+        self, X: Array, heads: NDArray[np.int64] | None = None, grouped: bool = False
+    ) -> tuple[Array, Array]:
+        """Mean θᵀx and width ‖x‖_{A⁻¹} for each row of ``X``, in batched operations.
 
-        ``heads`` gives the head of each row; ``None`` scores every row with head 0.
+        ``heads`` gives the head of each row; ``None`` scores every row with head 0. With
+        ``grouped``, the rows of each head are scored by one matrix product (many rows per
+        head: a batch of rounds); the numbers agree with the default to rounding.
         """
         if heads is None:
             Z = X @ self.A_inv[0]
             mean = X @ self.theta[0]
-        elif self.dim >= _IN_PLACE_DIM and np.array_equal(heads, np.arange(self.n_heads)):
-            # row k on head k (per-arm and per-block ridges): batched BLAS on A⁻¹ itself,
-            # no gathered copy of n_heads d×d matrices
-            Z = np.matmul(X[:, None, :], self.A_inv)[:, 0, :]
-            mean = np.einsum("kd,kd->k", X, self.theta)
+        elif len(heads) == self.n_heads and np.array_equal(heads, np.arange(self.n_heads)):
+            return self.score_each(X)
+        elif grouped:
+            # many rows per head (a batch of rounds): one product per head
+            Z = np.empty_like(X)
+            mean = np.empty(len(X))
+            for h in np.unique(heads):
+                rows = heads == h
+                Z[rows] = X[rows] @ self.A_inv[h]
+                mean[rows] = X[rows] @ self.theta[h]
         else:
             Z = np.einsum("kd,kde->ke", X, self.A_inv[heads])
             mean = np.einsum("kd,kd->k", X, self.theta[heads])
+        width = np.sqrt(np.maximum(np.einsum("kd,kd->k", Z, X), 0.0))
+        return mean, width
+
+    def score_each(self, X: Array) -> tuple[Array, Array]:
+        """:meth:`score` of row k on head k (per-arm and per-block ridges), on A⁻¹ itself: no
+        gathered copy of the n_heads d×d matrices (batched BLAS for large heads)."""
+        if self.dim >= _IN_PLACE_DIM:
+            Z = np.matmul(X[:, None, :], self.A_inv)[:, 0, :]
+        else:
+            Z = np.einsum("kd,kde->ke", X, self.A_inv)
+        mean = np.einsum("kd,kd->k", X, self.theta)
         width = np.sqrt(np.maximum(np.einsum("kd,kd->k", Z, X), 0.0))
         return mean, width
 

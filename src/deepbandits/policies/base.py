@@ -30,7 +30,7 @@ from deepbandits._validation import (
     check_reward_range,
     check_unknown_keys,
 )
-from deepbandits.encoding import BlockContexts, Contexts, check_contexts
+from deepbandits.encoding import BlockContexts, Contexts, as_real_array, check_contexts
 from deepbandits.errors import (
     CheckpointError,
     CheckpointNotFoundError,
@@ -44,8 +44,8 @@ from deepbandits.policies.decision import (
     Decision,
     PendingDecisions,
     check_mask,
+    freeze,
     greedy_propensities,
-    new_decision_id,
     top_arms,
 )
 from deepbandits.policies.params import (
@@ -94,9 +94,15 @@ class Observation:
     def of(cls, decision: Decision) -> Observation:
         return cls(decision.context, decision.features, decision.head, dict(decision.extra))
 
-    def rows(self) -> Contexts:
-        """The context as a one-row matrix (what a network or a kernel takes)."""
-        return self.context if isinstance(self.context, BlockContexts) else self.context[None]
+
+#: What learning reads of a round: an :class:`Observation` or the pending :class:`Decision`
+#: itself (both have ``context``, ``features``, ``head`` and ``extra``).
+Observed = Observation | Decision
+
+
+def context_rows(context: Any) -> Contexts:
+    """A decision's context as a one-row matrix (what a network or a kernel takes)."""
+    return context if isinstance(context, BlockContexts) else context[None]
 
 
 def arm_context(X: Contexts, arm: int) -> Any:
@@ -167,6 +173,13 @@ class Policy(ABC):
     #: Hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`),
     #: each inside its parameter's spec.
     search_space: ClassVar[dict[str, Param]] = {}
+    #: Whether scoring or learning draws random numbers before a check that may still fail
+    #: (Thompson draws before the NaN check, bootstrap resampling): the generator is then part
+    #: of what a failing call restores.
+    _samples: ClassVar[bool] = False
+    #: Whether a batch of requests of one shape is scored and chosen as arrays
+    #: (:meth:`_evaluate_uniform`, :meth:`_index_uniform`) rather than request by request.
+    _vectorised: ClassVar[bool] = False
     #: The reward range a reward must lie in (set from a ``reward_range`` parameter), if any.
     _reward_range: tuple[float, float] | None = None
 
@@ -249,15 +262,18 @@ class Policy(ABC):
 
     def _snapshot(self) -> tuple[Any, ...]:
         """What a failing call may have changed before it raised: the dimension fixed by a first
-        call, the round counter, the diagnostics and the generator's state. Learned statistics
-        are never touched before a call's inputs are validated, so they need no snapshot;
+        call, the round counter, the diagnostics and, for policies that sample before they can
+        fail (:attr:`_samples`), the generator's state. Learned statistics are never touched
+        before a call's inputs are validated, so they need no snapshot;
         ``tests/test_robustness.py`` checks the whole ``state_dict``."""
-        return (self.n_features_in_, self.t_, self.last_update_, self._rng.bit_generator.state)
+        rng = self._rng.bit_generator.state if self._samples else None
+        return (self.n_features_in_, self.t_, self.last_update_, rng)
 
     def _restore(self, kept: tuple[Any, ...]) -> None:
         """Undo a failing call: put back what :meth:`_snapshot` recorded."""
         (self.n_features_in_, self.t_, self.last_update_, rng) = kept
-        self._rng.bit_generator.state = rng
+        if rng is not None:
+            self._rng.bit_generator.state = rng
 
     def _check(self, contexts: ArrayLike | BlockContexts) -> Contexts:
         X = check_contexts(contexts, self.n_features_in_)
@@ -291,6 +307,8 @@ class Policy(ABC):
     ) -> float:
         """Probability of playing ``arm``: exact for a deterministic index with uniform
         tie-breaking and the exploration floor (policies that sample override it)."""
+        if mask is None and self._params["epsilon"] == 0.0 and ev.extra.get("ties") == 1:
+            return 1.0
         return float(greedy_propensities(index, mask, self._params["epsilon"])[arm])
 
     @abstractmethod
@@ -300,7 +318,7 @@ class Policy(ABC):
     @abstractmethod
     def _learn(
         self,
-        obs: Observation,
+        obs: Observed,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
@@ -308,7 +326,7 @@ class Policy(ABC):
 
     def _learn_many(
         self,
-        observations: list[Observation],
+        observations: Sequence[Observed],
         rewards: list[float],
         sigma2: list[float | None],
         ranges: list[tuple[float, float] | None],
@@ -320,7 +338,7 @@ class Policy(ABC):
 
     def _learn_one(
         self,
-        obs: Observation,
+        obs: Observed,
         reward: float,
         sigma2: float | None,
         bounds: tuple[float, float] | None,
@@ -342,6 +360,7 @@ class Policy(ABC):
                 f"{type(self).__name__} scored an arm NaN; its state is not finite (contexts "
                 "or rewards too large for its settings?)"
             )
+        ev.extra["ties"] = len(ties)
         epsilon = self._params["epsilon"]
         if epsilon > 0.0 and self._rng.random() < epsilon:
             available = np.arange(len(index)) if mask is None else np.flatnonzero(mask)
@@ -378,7 +397,52 @@ class Policy(ABC):
         ``when_full``). ``mask`` (booleans ``[K_t]``) leaves out unavailable arms: they are
         never chosen and have propensity 0; a mask with no arm raises.
         """
-        return self._decide([contexts], None if mask is None else [mask])[0]
+        kept = self._snapshot()
+        try:
+            X = self._check(contexts)
+            checked = None if mask is None else check_mask(mask, X.shape[0])
+            self.pending_.check_room(1)
+            ev = self._evaluate(X)
+            arm, propensity = self._choose(X, ev, checked, propensity=True)
+            obs = self._observe(X, arm, ev)
+        except BaseException:
+            self._restore(kept)
+            raise
+        now = time.time()
+        decision = self._record(ev, checked, arm, propensity, obs, self.pending_.next_id(), now)
+        self.pending_.expire(decision.round, now)
+        return decision
+
+    def _record(
+        self,
+        ev: Evaluation,
+        mask: NDArray[np.bool_] | None,
+        arm: int,
+        propensity: float,
+        obs: Observation,
+        decision_id: str,
+        now: float,
+    ) -> Decision:
+        """Build a decision and keep it pending."""
+        mean, width = ev.shown if ev.shown is not None else (ev.mean, ev.width)
+        freeze(mean, width, mask, obs.context, obs.features)
+        decision = Decision(
+            decision_id,
+            arm,
+            propensity,
+            mean,
+            width,
+            self.t_,
+            self.pending_.n_decided,
+            now,
+            mask,
+            obs.context,
+            obs.features,
+            obs.head,
+            obs.extra,
+        )
+        self.pending_.add(decision)
+        return decision
 
     def decide_batch(
         self,
@@ -416,7 +480,102 @@ class Policy(ABC):
                     f"masks must have one entry per request ({len(batch)}), but {len(masks)} "
                     "are given"
                 )
+        if (
+            self._vectorised
+            and len(batch) > 1
+            and all(isinstance(X, np.ndarray) for X in batch)
+            and len({X.shape for X in batch}) == 1
+            and batch[0].ndim == 2
+        ):
+            return self._decide_uniform(
+                contexts if isinstance(contexts, np.ndarray) else np.stack(batch), masks
+            )
         return self._decide(batch, masks)
+
+    def _evaluate_uniform(
+        self, X: Array, n_requests: int, n_arms: int
+    ) -> tuple[Array, Array, Array | None, NDArray[np.int64] | None]:
+        """Means and widths ``[B, K]`` of ``B`` requests of ``K`` arms whose rows are stacked in
+        ``X`` ``[B·K, d]``, with the features and heads of every row (policies with
+        :attr:`_vectorised`)."""
+        raise NotImplementedError
+
+    def _index_uniform(self, mean: Array, width: Array, n_arms: int) -> Array:
+        """The index ``[B, K]`` of a uniform batch (policies with :attr:`_vectorised`)."""
+        raise NotImplementedError
+
+    def _decide_uniform(self, X3: Any, masks: list[Any] | None) -> list[Decision]:
+        """:meth:`decide_batch` for ``B`` requests of the same shape ``[K, d]``, as arrays: the
+        same rule as :meth:`_choose` (uniform ties, ε), with random draws in request order
+        only where a request has ties or ε > 0."""
+        kept = self._snapshot()
+        try:
+            B, K, d = X3.shape
+            flat = self._check(np.asarray(X3).reshape(B * K, d))
+            if masks is None:
+                M = None
+            else:
+                checked = [check_mask(m, K) for m in masks]
+                M = np.stack([np.ones(K, dtype=bool) if m is None else m for m in checked])
+            self.pending_.check_room(B)
+            mean, width, phi, heads = self._evaluate_uniform(flat, B, K)
+            index = self._index_uniform(mean, width, K)
+            scores = index if M is None else np.where(M, index, -np.inf)
+            top = scores.max(axis=1)
+            if np.isnan(top).any():
+                raise NumericalError(
+                    f"{type(self).__name__} scored an arm NaN; its state is not finite (contexts "
+                    "or rewards too large for its settings?)"
+                )
+            is_top = scores == top[:, None]
+            if M is not None:
+                is_top &= M
+            n_ties = is_top.sum(axis=1)
+            arms = is_top.argmax(axis=1)
+            epsilon = self._params["epsilon"]
+            n_available = np.full(B, K) if M is None else M.sum(axis=1)
+            if epsilon > 0.0 or (n_ties > 1).any():
+                for i in range(B):  # draws in request order, as _choose makes them
+                    if epsilon > 0.0 and self._rng.random() < epsilon:
+                        available = np.arange(K) if M is None else np.flatnonzero(M[i])
+                        arms[i] = self._rng.choice(available)
+                    elif n_ties[i] > 1:
+                        arms[i] = self._rng.choice(np.flatnonzero(is_top[i]))
+            rows = np.arange(B)
+            propensity = (1.0 - epsilon) * is_top[rows, arms] / n_ties + epsilon / n_available
+        except BaseException:
+            self._restore(kept)
+            raise
+        contexts = X3[rows, arms].astype(np.float64)  # a copy: the caller's array stays theirs
+        features = None if phi is None else phi.reshape(B, K, -1)[rows, arms]
+        chosen_heads = (
+            np.zeros(B, dtype=np.int64) if heads is None else heads.reshape(B, K)[rows, arms]
+        )
+        freeze(mean, width, contexts, features, M)
+        now, t, first = time.time(), self.t_, self.pending_.n_decided
+        ids = self.pending_.next_ids(B)
+        arm_list, p_list, head_list = arms.tolist(), propensity.tolist(), chosen_heads.tolist()
+        decisions = [
+            Decision(
+                ids[i],
+                arm_list[i],
+                p_list[i],
+                mean[i],
+                width[i],
+                t,
+                first + i,
+                now,
+                None if M is None else M[i],
+                contexts[i],
+                None if features is None else features[i],
+                head_list[i],
+            )
+            for i in range(B)
+        ]
+        for decision in decisions:
+            self.pending_.add(decision)
+        self.pending_.expire(self.pending_.n_decided - 1, now)
+        return decisions
 
     def _decide(self, batch: list[Any], masks: list[Any] | None) -> list[Decision]:
         kept = self._snapshot()
@@ -439,26 +598,13 @@ class Policy(ABC):
             self._restore(kept)
             raise
         now = time.time()
-        decisions = []
-        for ev, mask, (arm, propensity), obs in zip(evs, checked, chosen, observed, strict=True):
-            mean, width = ev.shown if ev.shown is not None else (ev.mean, ev.width)
-            decision = Decision(
-                id=new_decision_id(),
-                arm=arm,
-                propensity=propensity,
-                mean=mean,
-                width=width,
-                model_version=self.t_,
-                round=self.pending_.n_decided,
-                time=now,
-                mask=mask,
-                context=obs.context,
-                features=obs.features,
-                head=obs.head,
-                extra=obs.extra,
+        ids = self.pending_.next_ids(len(Xs))
+        decisions = [
+            self._record(ev, mask, arm, propensity, obs, ids[i], now)
+            for i, (ev, mask, (arm, propensity), obs) in enumerate(
+                zip(evs, checked, chosen, observed, strict=True)
             )
-            self.pending_.add(decision)
-            decisions.append(decision)
+        ]
         self.pending_.expire(self.pending_.n_decided - 1, now)
         return decisions
 
@@ -497,6 +643,17 @@ class Policy(ABC):
                 f"reward {reward} is outside the reward range [{bounds[0]}, {bounds[1]}]"
             )
         return reward, sigma2, bounds
+
+    def _check_rewards(self, rewards: list[Any]) -> list[float]:
+        """Rewards of a batch, checked at once (finite, bounded, in the policy's range)."""
+        values = as_real_array(rewards, "rewards")
+        bad = ~(np.abs(values) <= MAX_ABS_INPUT)
+        if self._reward_range is not None:
+            bad |= (values < self._reward_range[0]) | (values > self._reward_range[1])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            self._check_reward(rewards[i], None, None)  # raises, naming what is wrong
+        return values.tolist()
 
     def update(
         self,
@@ -551,7 +708,18 @@ class Policy(ABC):
         ``reward_range`` are as in :meth:`update`. Returns the update's diagnostics
         (:attr:`last_update_`).
         """
-        self.learn_batch([decision], [reward], sigma2=[sigma2], reward_ranges=[reward_range])
+        now = time.time()
+        latest = self.pending_.n_decided - 1
+        found = self.pending_.lookup(decision, latest, now)
+        checked = self._check_reward(reward, sigma2, reward_range)
+        kept = self._snapshot()
+        try:
+            self._learn_one(Observation.of(found), *checked)
+        except BaseException:
+            self._restore(kept)
+            raise
+        self.pending_.pop(found.id)
+        self.pending_.expire(latest, now)
         return dict(self.last_update_)
 
     def learn_batch(
@@ -591,21 +759,20 @@ class Policy(ABC):
         if len(set(ids)) != n:
             twice = next(i for i in ids if ids.count(i) > 1)
             raise DecisionError(f"decision {twice} appears twice: a decision takes one reward")
-        checked = [
-            self._check_reward(r, v, b) for r, v, b in zip(rewards_list, s2, ranges, strict=True)
-        ]
+        if sigma2 is None and reward_ranges is None:  # the common case, checked as an array
+            values = self._check_rewards(rewards_list)
+            bounds: list[tuple[float, float] | None] = [self._reward_range] * n
+        else:
+            checked = [
+                self._check_reward(r, v, b)
+                for r, v, b in zip(rewards_list, s2, ranges, strict=True)
+            ]
+            values = [c[0] for c in checked]
+            s2 = [c[1] for c in checked]
+            bounds = [c[2] for c in checked]
         kept = self._snapshot()
         try:
-            observations = [Observation.of(d) for d in found]
-            if n == 1:  # exactly the update of the synchronous path
-                self._learn_one(observations[0], *checked[0])
-            else:
-                self._learn_many(
-                    observations,
-                    [c[0] for c in checked],
-                    [c[1] for c in checked],
-                    [c[2] for c in checked],
-                )
+            self._learn_many(found, values, s2, bounds)
         except BaseException:
             self._restore(kept)
             raise

@@ -21,7 +21,7 @@ from deepbandits.networks.learner import (
     check_network_params,
     seeded_generator,
 )
-from deepbandits.policies.base import Evaluation, Observation, Policy, arm_context
+from deepbandits.policies.base import Evaluation, Observation, Observed, Policy, arm_context
 from deepbandits.policies.decision import greedy_propensities
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.params import NETWORK_SPECS, Spec
@@ -59,6 +59,7 @@ class BootstrappedNN(Policy):
         "hidden": HIDDEN,
         "train_steps": TRAIN_STEPS,
     }
+    _samples = True  # Thompson draws / bootstrap resampling (NeuralUCB draws only for ties)
     block_contexts = True
 
     def __init__(self, *, n_models: int = 5, seed: int | None = None, **network_params: Any):
@@ -112,7 +113,7 @@ class BootstrappedNN(Policy):
 
     def _learn(
         self,
-        obs: Observation,
+        obs: Observed,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,

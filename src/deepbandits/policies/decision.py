@@ -32,8 +32,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,23 +46,14 @@ TIMEOUT_UNITS = ("decisions", "seconds")
 WHEN_FULL = ("expire-oldest", "refuse")
 
 
-def _frozen(array: Any) -> Any:
-    """A read-only view of an array (a decision never changes)."""
-    if isinstance(array, np.ndarray):
-        view = array.view()
-        view.flags.writeable = False
-        return view
-    return array
-
-
-@dataclass(frozen=True, eq=False)
-class Decision:
-    """One choice of a policy: an immutable value.
+class Decision(NamedTuple):
+    """One choice of a policy: an immutable value (a named tuple; its arrays are read-only).
 
     Attributes
     ----------
     id : str
-        Unique identifier (a random UUID, hexadecimal): the key a reward is learned by.
+        Unique identifier, 32 hexadecimal digits (a random 64-bit prefix drawn when the policy's
+        table is created, then the decision's count): the key a reward is learned by.
     arm : int
         Index of the arm chosen among the rows of the contexts.
     propensity : float
@@ -101,11 +93,7 @@ class Decision:
     context: Any
     features: Array | None = None
     head: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for name in ("mean", "width", "mask", "context", "features"):
-            object.__setattr__(self, name, _frozen(getattr(self, name)))
+    extra: Mapping[str, Any] = MappingProxyType({})
 
     def __repr__(self) -> str:
         return (
@@ -114,10 +102,11 @@ class Decision:
         )
 
 
-def new_decision_id() -> str:
-    """A fresh decision id: 32 hexadecimal digits of a random UUID (unique across replicas and
-    restarts without coordination)."""
-    return uuid.uuid4().hex
+def freeze(*arrays: Any) -> None:
+    """Make a decision's arrays read-only (they are its own: computed or copied for it)."""
+    for array in arrays:
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
 
 
 def check_mask(mask: Any, n_arms: int) -> NDArray[np.bool_] | None:
@@ -136,14 +125,19 @@ def check_mask(mask: Any, n_arms: int) -> NDArray[np.bool_] | None:
         )
     if not arr.any():
         raise InputValueError("mask allows no arm: at least one arm must be available")
-    return arr
+    return arr.copy()  # the decision keeps it read-only; the caller's array stays theirs
 
 
 def top_arms(index: Array, mask: NDArray[np.bool_] | None) -> NDArray[np.int64] | None:
     """The available arms with the largest index (None when an available index is NaN)."""
     if mask is None:
-        top = index.max()
-        return None if np.isnan(top) else np.flatnonzero(index == top)
+        first = int(index.argmax())  # the first NaN, if any
+        top = index[first]
+        if top != top:
+            return None
+        if np.count_nonzero(index == top) == 1:
+            return np.array([first])
+        return np.flatnonzero(index == top)
     scores = np.where(mask, index, -np.inf)
     top = scores.max()
     return None if np.isnan(top) else np.flatnonzero((scores == top) & mask)
@@ -189,6 +183,7 @@ class PendingDecisions:
         self.timeout_unit = timeout_unit
         self.max_pending = max_pending
         self.when_full = when_full
+        self._prefix = uuid.uuid4().hex[:16]  # unique across replicas and restarts
         self._pending: OrderedDict[str, Decision] = OrderedDict()
         self._learned: OrderedDict[str, None] = OrderedDict()
         self._expired: OrderedDict[str, None] = OrderedDict()
@@ -211,6 +206,14 @@ class PendingDecisions:
             "expired": self.n_expired,
         }
 
+    def next_id(self) -> str:
+        """Id of the next decision."""
+        return f"{self._prefix}{self.n_decided:016x}"
+
+    def next_ids(self, n: int) -> list[str]:
+        """Ids of the next ``n`` decisions."""
+        return [f"{self._prefix}{self.n_decided + i:016x}" for i in range(n)]
+
     def ids(self) -> list[str]:
         """Ids of the pending decisions, oldest first."""
         return list(self._pending)
@@ -230,6 +233,8 @@ class PendingDecisions:
     def expire(self, round_now: int, now: float | None = None) -> list[str]:
         """Remove the decisions older than the timeout at decision count ``round_now`` (the
         index of the latest decision) and time ``now``; return their ids."""
+        if self.reward_timeout is None:
+            return []
         now = time.time() if now is None else now
         gone = []
         while self._pending:

@@ -83,10 +83,14 @@ class RidgeHead:
             )
         return np.arange(n_arms)
 
-    def score(self, phi: Array, heads: NDArray[np.int64] | None) -> tuple[Array, Array]:
-        """θᵀφ and ‖φ‖_{A⁻¹} of every row."""
+    def score(
+        self, phi: Array, heads: NDArray[np.int64] | None, grouped: bool = False
+    ) -> tuple[Array, Array]:
+        """θᵀφ and ‖φ‖_{A⁻¹} of every row (``grouped``: rows of many rounds)."""
         assert self.ridge is not None
-        return self.ridge.score(phi, heads)
+        if self.layout == "per_arm" and not grouped:
+            return self.ridge.score_each(phi)
+        return self.ridge.score(phi, heads, grouped)
 
     def discount(self, gamma: float) -> None:
         """Shrink the data's weight by γ on every head (prior kept)."""

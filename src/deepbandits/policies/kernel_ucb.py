@@ -24,7 +24,14 @@ import torch
 
 from deepbandits._convert import as_numpy
 from deepbandits.errors import InputValueError
-from deepbandits.policies.base import Evaluation, Observation, Policy, arm_context
+from deepbandits.policies.base import (
+    Evaluation,
+    Observation,
+    Observed,
+    Policy,
+    arm_context,
+    context_rows,
+)
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.params import ALPHA_SPEC, LAM_SPEC, REFRESH_EVERY_SPEC, Spec
 from deepbandits.policies.space import ALPHA, Param, log_float
@@ -169,13 +176,13 @@ class KernelUCB(Policy):
 
     def _learn(
         self,
-        obs: Observation,
+        obs: Observed,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
     ) -> None:
         p = self._params
-        x = obs.rows()
+        x = context_rows(obs.context)
         n = len(self.y_)
         if n >= p["max_history"] and p["overflow"] == "error":
             raise InputValueError(

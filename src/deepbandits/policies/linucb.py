@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,7 +20,7 @@ from deepbandits.encoding import BlockContexts, Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.formulas import theory_alpha, variance_floor
 from deepbandits.linalg.ridge import RidgeState
-from deepbandits.policies.base import Evaluation, Observation, Policy, Preset, arm_context
+from deepbandits.policies.base import Evaluation, Observation, Observed, Policy, Preset, arm_context
 from deepbandits.policies.features import FeatureMap, IdentityFeatures, stack_contexts
 from deepbandits.policies.heads import RidgeHead
 from deepbandits.policies.params import (
@@ -107,6 +108,7 @@ class LinUCB(Policy):
     #: whether φ is the identity (the ridge then sees the raw contexts)
     _raw_features: ClassVar[bool] = True
     block_contexts: ClassVar[bool] = True
+    _vectorised: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -249,7 +251,7 @@ class LinUCB(Policy):
             heads = np.concatenate([np.arange(n) for n in sizes])
         else:
             heads = self.head_.heads(len(phi), slots)
-        mean, width = self.head_.score(phi, heads)
+        mean, width = self.head_.score(phi, heads, grouped=True)
         return [
             Evaluation(
                 mean[a:b],
@@ -260,8 +262,24 @@ class LinUCB(Policy):
             for a, b in itertools.pairwise(bounds)
         ]
 
+    def _evaluate_uniform(
+        self, X: Array, n_requests: int, n_arms: int
+    ) -> tuple[Array, Array, Array | None, NDArray[np.int64] | None]:
+        phi, slots = self.features_.transform(X)
+        if self.head_.layout == "per_arm":
+            self.head_.heads(n_arms, None)  # fixes or checks the number of arms
+            heads: NDArray[np.int64] | None = np.tile(np.arange(n_arms), n_requests)
+        else:
+            heads = self.head_.heads(len(phi), slots)
+        mean, width = self.head_.score(phi, heads, grouped=True)
+        shape = (n_requests, n_arms)
+        return mean.reshape(shape), width.reshape(shape), phi, heads
+
     def _index(self, ev: Evaluation, X: Contexts) -> Array:
         return ev.mean + self.alpha_t(X.shape[0]) * ev.width
+
+    def _index_uniform(self, mean: Array, width: Array, n_arms: int) -> Array:
+        return mean + self.alpha_t(n_arms) * width
 
     def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
         phi, heads = (ev.features, ev.heads) if ev is not None else self._features_and_heads(X)
@@ -301,7 +319,7 @@ class LinUCB(Policy):
 
     def _learn(
         self,
-        obs: Observation,
+        obs: Observed,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
@@ -316,7 +334,7 @@ class LinUCB(Policy):
 
     def _learn_many(
         self,
-        observations: list[Observation],
+        observations: Sequence[Observed],
         rewards: list[float],
         sigma2: list[float | None],
         ranges: list[tuple[float, float] | None],
@@ -327,11 +345,15 @@ class LinUCB(Policy):
         assert ridge is not None
         phis = np.stack([o.features for o in observations])  # type: ignore[arg-type]
         heads = np.array([o.head for o in observations], dtype=np.int64)
-        used = [
-            self._weight(phi, int(h), self.t_ + i, s2, rr)
-            for i, (phi, h, s2, rr) in enumerate(zip(phis, heads, sigma2, ranges, strict=True))
-        ]
-        weights = 1.0 / np.array([u[0] for u in used])
+        if self._params["variance"] == "none":  # unit weights (Eq. 5)
+            used = [(1.0, float("nan"))]
+            weights = np.ones(len(phis))
+        else:
+            used = [
+                self._weight(phi, int(h), self.t_ + i, s2, rr)
+                for i, (phi, h, s2, rr) in enumerate(zip(phis, heads, sigma2, ranges, strict=True))
+            ]
+            weights = 1.0 / np.array([u[0] for u in used])
         ridge.update_many(phis, np.asarray(rewards, dtype=np.float64), weights, heads)
         self._last_sigma2_bar = used[-1][0]
         self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}

@@ -39,7 +39,15 @@ from deepbandits.networks.learner import (
     seeded_generator,
 )
 from deepbandits.networks.mlp import add_outer_, as_input
-from deepbandits.policies.base import Evaluation, Observation, Policy, Preset, arm_context
+from deepbandits.policies.base import (
+    Evaluation,
+    Observation,
+    Observed,
+    Policy,
+    Preset,
+    arm_context,
+    context_rows,
+)
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.params import (
     ALPHA_SPEC,
@@ -103,6 +111,7 @@ class NeuralGradientBandit(Policy):
         "hidden": HIDDEN,
         "train_steps": TRAIN_STEPS,
     }
+    _samples = True  # Thompson draws / bootstrap resampling (NeuralUCB draws only for ties)
     block_contexts = True
 
     def __init__(
@@ -215,13 +224,13 @@ class NeuralGradientBandit(Policy):
 
     def _learn(
         self,
-        obs: Observation,
+        obs: Observed,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
     ) -> None:
         net = self.learner_.network
-        x = as_input(obs.rows(), self.device_)
+        x = as_input(context_rows(obs.context), self.device_)
         with torch.no_grad():
             if self.z_ is None:  # Z += g gᵀ/m, diagonal part: δ² ⊗ a² per layer
                 _, deltas, acts = output_gradients(net, x)

@@ -28,6 +28,7 @@ their Theorem; with them SAVE explores heavily, the over-exploration that the pa
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -38,7 +39,7 @@ from deepbandits._convert import as_numpy
 from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.linalg.ridge import RidgeState
-from deepbandits.policies.base import Evaluation, Observation, Policy, Preset
+from deepbandits.policies.base import Evaluation, Observation, Observed, Policy, Preset
 from deepbandits.policies.linucb import Array
 from deepbandits.policies.neural_linear import NeuralLinearBandit
 from deepbandits.policies.params import Spec
@@ -101,6 +102,7 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
     """
 
     preset_params: ClassVar[dict[str, Any]] = {"threshold": None, "beta_scale": 1.0}
+    _vectorised: ClassVar[bool] = False  # each request descends the layers on its own
     fixed_params: ClassVar[dict[str, Any]] = {"alpha": 0.0, "variance": "none"}
     param_specs: ClassVar[dict[str, Spec]] = {
         "threshold": Spec(
@@ -171,7 +173,7 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
 
     def _learn(
         self,
-        obs: Observation,
+        obs: Observed,
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
@@ -185,7 +187,7 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
 
     def _learn_many(
         self,
-        observations: list[Observation],
+        observations: Sequence[Observed],
         rewards: list[float],
         sigma2: list[float | None],
         ranges: list[tuple[float, float] | None],
