@@ -160,7 +160,7 @@ class RidgeState:
         """
         x = np.asarray(x, dtype=np.float64)
         self._check_update(x, float(reward), float(weight), head)
-        A, A_inv, n = self.A[head], self.A_inv[head], self.n_updates[head] + 1
+        A, A_inv, n = self.A[head], self.A_inv[head], int(self.n_updates[head]) + 1
         in_place = self.dim >= _IN_PLACE_DIM
         if in_place:
             # large heads (NeuralUCB's full Z): rank-one updates in place, no d × d temporaries

@@ -143,7 +143,7 @@ class NetworkLearner:
         Block-encoded contexts (Section 5.2) skip their zero blocks in the first layer.
         """
         with torch.no_grad():
-            out = self.network(as_input(X, self.device))
+            out = self.network.forward(as_input(X, self.device))  # no module hooks to run
             return out.to("cpu", torch.float64).numpy()
 
     def train(

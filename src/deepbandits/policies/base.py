@@ -714,7 +714,7 @@ class Policy(ABC):
         checked = self._check_reward(reward, sigma2, reward_range)
         kept = self._snapshot()
         try:
-            self._learn_one(Observation.of(found), *checked)
+            self._learn_one(found, *checked)
         except BaseException:
             self._restore(kept)
             raise
