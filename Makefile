@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench peers clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,5 +27,17 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/speed.py
 
+# deepbandits against MABWiser, obp, contextualbandits, bayesianbandits and Vowpal Wabbit, in a
+# venv of its own so that the test venv never holds the peers
+PEERS_VENV := .venv-peers
+$(PEERS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install --quiet -e ".[peers]"
+	touch $@
+
+peers: $(PEERS_VENV)/.installed
+	$(PEERS_VENV)/bin/python benchmarks/peers.py
+
 clean:
-	rm -rf $(VENV) results build src/*.egg-info
+	rm -rf $(VENV) $(PEERS_VENV) results build src/*.egg-info

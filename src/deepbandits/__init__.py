@@ -11,6 +11,9 @@ Quick start::
 
     mnist = db.make_env("mnist", seed=0)   # reads $DEEPBANDITS_DATA (downloads when online)
 
+    d = policy.decide(contexts, mask=available)   # live: a Decision (id, arm, propensity, ...)
+    policy.learn(d.id, reward)                      # whenever its reward arrives, in any order
+
     db.run_experiment(db.load_config("my.toml"), "results/my")   # an experiment config
     runs = db.load_results("results/my")   # every run of a folder: one row per round
 """
@@ -33,6 +36,7 @@ from deepbandits.errors import (
     ConcurrentUseError,
     DataError,
     DataNotFoundError,
+    DecisionError,
     DeepBanditsError,
     InputTypeError,
     InputValueError,
@@ -53,6 +57,7 @@ from deepbandits.experiments.reproduce import reproduce_all, run_experiment
 from deepbandits.linalg import RidgeState
 from deepbandits.policies import (
     BootstrappedNN,
+    Decision,
     KernelUCB,
     LinUCB,
     NeuralGradientBandit,
@@ -81,6 +86,8 @@ __all__ = [
     "DataError",
     "DataNotFoundError",
     "Dataset",
+    "Decision",
+    "DecisionError",
     "DeepBanditsError",
     "Environment",
     "InputTypeError",

@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from deepbandits._validation import check_choice, check_unknown_keys
+from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.policies.base import Policy, load_policy
 from deepbandits.policies.bootstrapped import BootstrappedNN
+from deepbandits.policies.decision import Decision, PendingDecisions
 from deepbandits.policies.kernel_ucb import KernelUCB
 from deepbandits.policies.linucb import LinUCB, Sigma2LinUCB
 from deepbandits.policies.neural_linear import (
@@ -52,6 +54,22 @@ CONFIGURATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "heuristic-1": ("neural-sigma2-linucb", {"variance": "schedule", "schedule": "linear:1:0"}),
     "heuristic-10": ("neural-sigma2-linucb", {"variance": "schedule", "schedule": "linear:10:0"}),
 }
+
+
+def register_policy(name: str, cls: type[Policy]) -> None:
+    """Make a policy class available by ``name`` to :func:`make_policy`, the runner's policy
+    specs and the command line (README, "Architecture": adding a policy). Its checkpoints load
+    by class name once the class is defined, registered or not."""
+    if not isinstance(name, str) or not name or name != name.strip().lower() or ":" in name:
+        raise InputValueError(
+            f"a policy name must be a non-empty lower-case string without ':', but {name!r} is "
+            "given"
+        )
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise InputTypeError(f"cls must be a Policy subclass, but {cls!r} is given")
+    if name in POLICIES or name in CONFIGURATIONS:
+        raise InputValueError(f"policy name {name!r} is taken; choose another")
+    POLICIES[name] = cls
 
 
 def policy_names(configurations: bool = True) -> list[str]:
@@ -127,6 +145,7 @@ __all__ = [
     "CONFIGURATIONS",
     "POLICIES",
     "BootstrappedNN",
+    "Decision",
     "KernelUCB",
     "LinUCB",
     "NeuralGradientBandit",
@@ -136,6 +155,7 @@ __all__ = [
     "NeuralSigma2LinUCB",
     "NeuralTS",
     "NeuralUCB",
+    "PendingDecisions",
     "Policy",
     "SaveNeuralLinUCB",
     "Sigma2LinUCB",
@@ -145,4 +165,5 @@ __all__ = [
     "make_policy",
     "parameter_table",
     "policy_names",
+    "register_policy",
 ]

@@ -644,16 +644,34 @@ class Policy(ABC):
             )
         return reward, sigma2, bounds
 
-    def _check_rewards(self, rewards: list[Any]) -> list[float]:
-        """Rewards of a batch, checked at once (finite, bounded, in the policy's range)."""
+    def _check_rewards(
+        self, rewards: list[Any], ranges: list[Any]
+    ) -> tuple[list[float], list[tuple[float, float] | None]]:
+        """Rewards of a batch and their ranges (each round's, or the policy's where None),
+        checked as arrays: finite, bounded, a < b, each reward in its range. On a bad entry
+        the one-reward check raises, naming it."""
         values = as_real_array(rewards, "rewards")
-        bad = ~(np.abs(values) <= MAX_ABS_INPUT)
-        if self._reward_range is not None:
-            bad |= (values < self._reward_range[0]) | (values > self._reward_range[1])
+        n = len(values)
+        given = [i for i, r in enumerate(ranges) if r is not None]
+        low = np.full(n, -np.inf if self._reward_range is None else self._reward_range[0])
+        high = np.full(n, np.inf if self._reward_range is None else self._reward_range[1])
+        if given:
+            pairs = as_real_array([ranges[i] for i in given], "reward_ranges")
+            if pairs.shape != (len(given), 2) or not (
+                (np.abs(pairs) <= MAX_ABS_INPUT).all() and (pairs[:, 0] < pairs[:, 1]).all()
+            ):
+                for i in given:
+                    check_reward_range(ranges[i])  # raises, naming the bad one
+            low[given], high[given] = pairs[:, 0], pairs[:, 1]
+        bad = ~(np.abs(values) <= MAX_ABS_INPUT) | (values < low) | (values > high)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            self._check_reward(rewards[i], None, None)  # raises, naming what is wrong
-        return values.tolist()
+            self._check_reward(rewards[i], None, ranges[i])  # raises, naming what is wrong
+        bounds = [
+            self._reward_range if r is None else (float(a), float(b))
+            for r, a, b in zip(ranges, low.tolist(), high.tolist(), strict=True)
+        ]
+        return values.tolist(), bounds
 
     def update(
         self,
@@ -759,9 +777,8 @@ class Policy(ABC):
         if len(set(ids)) != n:
             twice = next(i for i in ids if ids.count(i) > 1)
             raise DecisionError(f"decision {twice} appears twice: a decision takes one reward")
-        if sigma2 is None and reward_ranges is None:  # the common case, checked as an array
-            values = self._check_rewards(rewards_list)
-            bounds: list[tuple[float, float] | None] = [self._reward_range] * n
+        if sigma2 is None and all(r is None or not isinstance(r, str) for r in ranges):
+            values, bounds = self._check_rewards(rewards_list, ranges)
         else:
             checked = [
                 self._check_reward(r, v, b)
