@@ -163,8 +163,8 @@ def deepbandits_policy(alpha: float, lam: float, seed: int) -> db.Policy:
 
 
 class DeepBandits(OneAtATime):
-    """``decide`` + ``learn`` (``api="decide"``; ``select`` + ``update`` before the decision API
-    exists), or the synchronous shortcut ``select`` + ``update`` (``api="select"``)."""
+    """``decide`` + ``learn`` (``api="decide"``), or the synchronous shortcut ``select`` +
+    ``update`` (``api="select"``)."""
 
     def __init__(
         self,
@@ -177,7 +177,7 @@ class DeepBandits(OneAtATime):
     ):
         self.policy = deepbandits_policy(alpha, lam, seed)
         self.n_arms, self.alpha = n_arms, alpha
-        self._decisions = api == "decide" and hasattr(self.policy, "decide")
+        self._decisions = api == "decide"
         self._last: Any = None
 
     def _contexts(self, x: Array) -> Array:
@@ -207,8 +207,6 @@ class DeepBanditsBatch:
 
     def __init__(self, n_features: int, n_arms: int, alpha: float, lam: float, seed: int):
         self.policy = deepbandits_policy(alpha, lam, seed)
-        if not hasattr(self.policy, "decide_batch"):
-            raise Unavailable("no decide_batch in this version of deepbandits")
         self.n_arms = n_arms
 
     def play(self, X: Array, y: Labels) -> None:

@@ -180,6 +180,8 @@ class Policy(ABC):
     #: Whether a batch of requests of one shape is scored and chosen as arrays
     #: (:meth:`_evaluate_uniform`, :meth:`_index_uniform`) rather than request by request.
     _vectorised: ClassVar[bool] = False
+    #: The last reward range passed as a tuple, and its checked value (a tuple never changes).
+    _range_seen: tuple[Any, Any] = (None, None)
     #: The reward range a reward must lie in (set from a ``reward_range`` parameter), if any.
     _reward_range: tuple[float, float] | None = None
 
@@ -632,12 +634,18 @@ class Policy(ABC):
     ) -> tuple[float, float | None, tuple[float, float] | None]:
         """Validated reward, oracle σ² and the reward range in force (the round's, else the
         policy's); a reward outside that range is refused."""
-        reward = check_finite_scalar(reward, "reward", bound=MAX_ABS_INPUT)
+        if not (type(reward) is float and -MAX_ABS_INPUT <= reward <= MAX_ABS_INPUT):
+            reward = check_finite_scalar(reward, "reward", bound=MAX_ABS_INPUT)
         if sigma2 is not None:
             sigma2 = check_positive(sigma2, "sigma2", allow_zero=True, bound=MAX_ABS_INPUT)
-        bounds = (
-            check_reward_range(reward_range) if reward_range is not None else self._reward_range
-        )
+        if reward_range is None:
+            bounds = self._reward_range
+        elif type(reward_range) is tuple and reward_range is self._range_seen[0]:
+            bounds = self._range_seen[1]  # the same (immutable) tuple as last time: checked
+        else:
+            bounds = check_reward_range(reward_range)
+            if type(reward_range) is tuple:
+                self._range_seen = (reward_range, bounds)
         if bounds is not None and not bounds[0] <= reward <= bounds[1]:
             raise InputValueError(
                 f"reward {reward} is outside the reward range [{bounds[0]}, {bounds[1]}]"
