@@ -14,6 +14,7 @@ import deepbandits as db
 from conftest import SMALL_NET, SMALL_REWARD_NET, play
 from deepbandits.envs.classification import ClassificationEnv
 from deepbandits.errors import DecisionError, InputValueError
+from deepbandits.experiments.delayed import run_delayed
 from deepbandits.policies.decision import Decision
 
 K, D = 4, 5
@@ -170,29 +171,14 @@ def delayed_regret(
     delay: int,
     seed: int,
     missing: float = 0.0,
-):
-    """Cumulative regret when each reward arrives up to ``delay`` rounds late, in random order
-    (``delay=0``: learned at once, in order), and a share ``missing`` of them never arrives."""
-    policy = db.make_policy(name, seed=seed, **params)
-    env.reset(seed)
-    rng = np.random.default_rng(seed)
-    waiting: list[tuple[int, Decision, float, object]] = []
-    regret = 0.0
-    for t in range(T):
-        rnd = env.next_round()
-        d = policy.decide(rnd.contexts)
-        reward = env.reward(d.arm)
-        regret += float(rnd.expected_rewards.max() - rnd.expected_rewards[d.arm])
-        if rng.random() >= missing:
-            waiting.append((t + int(rng.integers(0, delay + 1)), d, reward, rnd))
-        due = [w for w in waiting if w[0] <= t]
-        waiting = [w for w in waiting if w[0] > t]
-        for i in rng.permutation(len(due)):
-            _, dec, r, rd = due[i]
-            policy.learn(dec, r, sigma2=rd.sigma2, reward_range=rd.reward_range)
-    if missing == 0.0:
-        assert len(policy.pending_) == len(waiting)
-    return regret
+) -> float:
+    """Final regret with rewards up to ``delay`` rounds late, shuffled, a share lost."""
+    policy = db.make_policy(name, **params)
+    run = run_delayed(policy, env, T, delay=delay, missing=missing, seed=seed)
+    counts = policy.pending_.counts()
+    assert counts["decided"] == T == counts["learned"] + counts["pending"] + counts["expired"]
+    assert counts["learned"] == run.learned == policy.t_ and run.lost <= T - run.learned
+    return run.final_regret
 
 
 @pytest.mark.parametrize("env_name", ["h1", "shuttle"])
@@ -207,6 +193,14 @@ def test_rewards_delayed_and_shuffled_cost_little_regret(env_name):
     now = [delayed_regret("neural-sigma2-linucb", params, make(s), T, 0, s) for s in range(3)]
     late = [delayed_regret("neural-sigma2-linucb", params, make(s), T, 20, s) for s in range(3)]
     assert np.mean(late) <= 1.25 * np.mean(now) + 10, (now, late)
+
+
+def test_without_delay_the_delayed_loop_is_the_runner():
+    params = {**SMALL_NET, "train_start": 40, "train_every": 20}
+    env = db.make_env("h1", d=D, n_arms=K, seed=0)
+    run = run_delayed(db.make_policy("neural-sigma2-linucb", **params), env, 120, seed=3)
+    ref = db.run(db.make_policy("neural-sigma2-linucb", **params), env, 120, seed=3)
+    np.testing.assert_array_equal(run.cum_regret, ref.records["cum_regret"].to_numpy())
 
 
 def test_missing_rewards_expire_and_cost_little():
