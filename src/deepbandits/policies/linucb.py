@@ -303,10 +303,12 @@ class LinUCB(Policy):
         p = self._params
         ridge = self.head_.ridge
         assert ridge is not None
-        mean_hat = float(phi @ ridge.theta[head])  # θₜ₋₁ᵀφ(xₜ,ₐₜ; wₜ₋₁), Eq. 13
-        predictive = float(phi @ ridge.A_inv[head] @ phi) if p["variance"] == "mle-var" else np.nan
+        source = p["variance"]
+        # θₜ₋₁ᵀφ(xₜ,ₐₜ; wₜ₋₁) of Eq. 13, and φᵀA⁻¹φ, only for the sources that use them
+        mean_hat = float(phi @ ridge.theta[head]) if source == "range" else np.nan
+        predictive = float(phi @ ridge.A_inv[head] @ phi) if source == "mle-var" else np.nan
         return round_variance(
-            p["variance"],
+            source,
             mean_hat=mean_hat,
             t=t,
             R=p["R"],
