@@ -310,8 +310,10 @@ class RidgeState:
             if base is not None
             else RidgeState(self.dim, self.n_heads, self._lams, self.refresh_every)
         )
-        if (start.dim, start.n_heads) != (self.dim, self.n_heads):
-            raise InputValueError("base must be a ridge of the same dimension and heads")
+        if (start.dim, start.n_heads) != (self.dim, self.n_heads) or not np.array_equal(
+            start._lams, self._lams
+        ):
+            raise InputValueError("base must be a ridge of the same dimension, heads and λ")
         self.A = self.A + (other.A - start.A)
         self.b = self.b + (other.b - start.b)
         self.n_updates = self.n_updates + (other.n_updates - start.n_updates)

@@ -42,6 +42,7 @@ from deepbandits.errors import (
 )
 from deepbandits.policies.decision import (
     Decision,
+    FrozenDict,
     PendingDecisions,
     check_mask,
     freeze,
@@ -70,7 +71,7 @@ class Evaluation:
     change): every arm's mean and width as :meth:`Policy.predict` returns them, the features
     its head scored, each row's head, and policy-specific values. ``shown`` replaces
     ``(mean, width)`` in the decision when the choice was made on other numbers (the member
-    BootstrappedNN drew, SAVE's layer)."""
+    BootstrappedNN drew, SAVE's layer); ``mask`` is the request's mask when it is chosen."""
 
     mean: Array
     width: Array
@@ -78,6 +79,7 @@ class Evaluation:
     heads: NDArray[np.int64] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     shown: tuple[Array, Array] | None = None
+    mask: NDArray[np.bool_] | None = None
 
 
 @dataclass(frozen=True)
@@ -262,14 +264,15 @@ class Policy(ABC):
         self._rng = np.random.default_rng(p.get("seed"))
         return self
 
-    def _snapshot(self) -> tuple[Any, ...]:
+    def _snapshot(self, rng: bool = False) -> tuple[Any, ...]:
         """What a failing call may have changed before it raised: the dimension fixed by a first
         call, the round counter, the diagnostics and, for policies that sample before they can
-        fail (:attr:`_samples`), the generator's state. Learned statistics are never touched
+        fail (:attr:`_samples`) or with ``rng`` (a batch, whose later requests may fail after
+        earlier ones drew), the generator's state. Learned statistics are never touched
         before a call's inputs are validated, so they need no snapshot;
         ``tests/test_robustness.py`` checks the whole ``state_dict``."""
-        rng = self._rng.bit_generator.state if self._samples else None
-        return (self.n_features_in_, self.t_, self.last_update_, rng)
+        state = self._rng.bit_generator.state if rng or self._samples else None
+        return (self.n_features_in_, self.t_, self.last_update_, state)
 
     def _restore(self, kept: tuple[Any, ...]) -> None:
         """Undo a failing call: put back what :meth:`_snapshot` recorded."""
@@ -338,6 +341,11 @@ class Policy(ABC):
         for obs, reward, s2, bounds in zip(observations, rewards, sigma2, ranges, strict=True):
             self._learn_one(obs, reward, s2, bounds)
 
+    def _check_learn_many(self, n: int) -> None:
+        """Raise, before anything is learned, if ``n`` more rewards cannot all be learned (a
+        policy with a bounded memory that refuses to forget)."""
+        return None
+
     def _learn_one(
         self,
         obs: Observed,
@@ -355,6 +363,7 @@ class Policy(ABC):
     ) -> tuple[int, float]:
         """The arm played (uniform among the top available ones, or with probability ε any
         available one) and, if asked, its probability."""
+        ev.mask = mask
         index = self._index(ev, X)
         ties = top_arms(index, mask)
         if ties is None:
@@ -400,17 +409,17 @@ class Policy(ABC):
         never chosen and have propensity 0; a mask with no arm raises.
         """
         kept = self._snapshot()
+        now = time.time()
         try:
             X = self._check(contexts)
             checked = None if mask is None else check_mask(mask, X.shape[0])
-            self.pending_.check_room(1)
+            self.pending_.check_room(1, now)
             ev = self._evaluate(X)
             arm, propensity = self._choose(X, ev, checked, propensity=True)
             obs = self._observe(X, arm, ev)
         except BaseException:
             self._restore(kept)
             raise
-        now = time.time()
         decision = self._record(ev, checked, arm, propensity, obs, self.pending_.next_id(), now)
         self.pending_.expire(decision.round, now)
         return decision
@@ -428,6 +437,7 @@ class Policy(ABC):
         """Build a decision and keep it pending."""
         mean, width = ev.shown if ev.shown is not None else (ev.mean, ev.width)
         freeze(mean, width, mask, obs.context, obs.features)
+        extra = obs.extra if isinstance(obs.extra, FrozenDict) else FrozenDict(obs.extra)
         decision = Decision(
             decision_id,
             arm,
@@ -441,7 +451,7 @@ class Policy(ABC):
             obs.context,
             obs.features,
             obs.head,
-            obs.extra,
+            extra,
         )
         self.pending_.add(decision)
         return decision
@@ -510,7 +520,8 @@ class Policy(ABC):
         """:meth:`decide_batch` for ``B`` requests of the same shape ``[K, d]``, as arrays: the
         same rule as :meth:`_choose` (uniform ties, ε), with random draws in request order
         only where a request has ties or ε > 0."""
-        kept = self._snapshot()
+        kept = self._snapshot(rng=True)
+        now = time.time()
         try:
             B, K, d = X3.shape
             flat = self._check(np.asarray(X3).reshape(B * K, d))
@@ -519,7 +530,7 @@ class Policy(ABC):
             else:
                 checked = [check_mask(m, K) for m in masks]
                 M = np.stack([np.ones(K, dtype=bool) if m is None else m for m in checked])
-            self.pending_.check_room(B)
+            self.pending_.check_room(B, now)
             mean, width, phi, heads = self._evaluate_uniform(flat, B, K)
             index = self._index_uniform(mean, width, K)
             scores = index if M is None else np.where(M, index, -np.inf)
@@ -554,7 +565,7 @@ class Policy(ABC):
             np.zeros(B, dtype=np.int64) if heads is None else heads.reshape(B, K)[rows, arms]
         )
         freeze(mean, width, contexts, features, M)
-        now, t, first = time.time(), self.t_, self.pending_.n_decided
+        t, first = self.t_, self.pending_.n_decided
         ids = self.pending_.next_ids(B)
         arm_list, p_list, head_list = arms.tolist(), propensity.tolist(), chosen_heads.tolist()
         decisions = [
@@ -567,7 +578,7 @@ class Policy(ABC):
                 t,
                 first + i,
                 now,
-                None if M is None else M[i],
+                None if M is None or checked[i] is None else M[i],
                 contexts[i],
                 None if features is None else features[i],
                 head_list[i],
@@ -580,15 +591,18 @@ class Policy(ABC):
         return decisions
 
     def _decide(self, batch: list[Any], masks: list[Any] | None) -> list[Decision]:
-        kept = self._snapshot()
+        kept = self._snapshot(rng=True)
+        now = time.time()
         try:
             Xs = [self._check(X) for X in batch]
             checked = [
                 check_mask(None if masks is None else masks[i], X.shape[0])
                 for i, X in enumerate(Xs)
             ]
-            self.pending_.check_room(len(Xs))
+            self.pending_.check_room(len(Xs), now)
             evs = self._evaluate_many(Xs)
+            for i, ev in enumerate(evs):
+                ev.extra["round"] = self.pending_.n_decided + i
             chosen = [
                 self._choose(X, ev, mask, propensity=True)
                 for X, ev, mask in zip(Xs, evs, checked, strict=True)
@@ -599,7 +613,6 @@ class Policy(ABC):
         except BaseException:
             self._restore(kept)
             raise
-        now = time.time()
         ids = self.pending_.next_ids(len(Xs))
         decisions = [
             self._record(ev, mask, arm, propensity, obs, ids[i], now)
@@ -759,18 +772,35 @@ class Policy(ABC):
         """Learn the rewards of several pending decisions at once, in the order given.
 
         Every decision and reward is checked before anything is learned (a call that raises
-        changes nothing). Ridge heads add the whole batch by one batched update, the
-        observation weights (σ̂² of Eq. 13) computed with the model as it is at the call; the
-        network trains at most once, at the end, if its schedule has a training within the
-        batch.
+        changes nothing); an empty batch learns nothing. The ridge family (LinUCB to
+        Neural-σ²-LinUCB) adds the whole batch to its head by one batched update, with the
+        observation weights (σ̂² of Eq. 13) computed from θ as it is at the call and the
+        discounts (``discount``) applied at their rounds; its network trains at most once, at
+        the end, if its schedule has a training within the batch. The other policies learn the
+        rewards one by one, in order (their networks train at the scheduled rounds).
         """
-        decisions = list(decisions)
-        rewards_list = list(np.atleast_1d(np.asarray(rewards, dtype=object)))
-        n = len(decisions)
-        if len(rewards_list) != n:
-            raise InputValueError(
-                f"rewards must have one entry per decision ({n}), but {len(rewards_list)} are given"
+        if not isinstance(decisions, Sequence) or isinstance(decisions, str):
+            raise InputTypeError(
+                f"decisions must be a list of Decisions or ids, but a {type(decisions).__name__}"
+                " is given"
             )
+        decisions = list(decisions)
+        n = len(decisions)
+        reward_array = np.asarray(rewards, dtype=object)
+        if reward_array.shape != (n,):
+            raise InputValueError(
+                f"rewards must have shape ({n},), one per decision, but shape "
+                f"{reward_array.shape} is given"
+            )
+        rewards_list = list(reward_array)
+        for name, values in (("sigma2", sigma2), ("reward_ranges", reward_ranges)):
+            if values is not None and (
+                not isinstance(values, Sequence | np.ndarray) or isinstance(values, str)
+            ):
+                raise InputTypeError(
+                    f"{name} must be a list with one entry per decision (or None), but "
+                    f"{values!r} is given"
+                )
         s2 = [None] * n if sigma2 is None else list(sigma2)
         ranges = [None] * n if reward_ranges is None else list(reward_ranges)
         if len(s2) != n or len(ranges) != n:
@@ -778,6 +808,8 @@ class Policy(ABC):
                 f"sigma2 and reward_ranges must have one entry per decision ({n}), but "
                 f"{len(s2)} and {len(ranges)} are given"
             )
+        if n == 0:
+            return
         now = time.time()
         latest = self.pending_.n_decided - 1
         found = [self.pending_.lookup(d, latest, now) for d in decisions]
@@ -795,6 +827,7 @@ class Policy(ABC):
             values = [c[0] for c in checked]
             s2 = [c[1] for c in checked]
             bounds = [c[2] for c in checked]
+        self._check_learn_many(n)
         kept = self._snapshot()
         try:
             self._learn_many(found, values, s2, bounds)
@@ -815,32 +848,56 @@ class Policy(ABC):
         (the same network weights for the neural-linear family; its head is merged, its
         training history extended). Policies whose statistics are not sums refuse.
         """
-        if type(other) is not type(self):
-            raise InputTypeError(
-                f"merge needs another {type(self).__name__}, but a {type(other).__name__} is given"
-            )
+        for name, replica in (("other", other), ("base", base)):
+            if replica is not None and type(replica) is not type(self):
+                raise InputTypeError(
+                    f"merge needs {name} to be a {type(self).__name__}, but a "
+                    f"{type(replica).__name__} is given"
+                )
         mine = {k: v for k, v in self._params.items() if k not in ("seed", "device")}
-        theirs = {k: v for k, v in other._params.items() if k not in ("seed", "device")}
-        if mine != theirs:
-            differ = sorted(k for k in mine if mine[k] != theirs.get(k))
-            raise InputValueError(
-                f"merge needs replicas with the same parameters; {', '.join(differ)} differ"
-            )
-        if base is not None and type(base) is not type(self):
-            raise InputTypeError(f"base must be a {type(self).__name__} too")
+        for name, replica in (("other", other), ("base", base)):
+            if replica is None:
+                continue
+            theirs = {k: v for k, v in replica._params.items() if k not in ("seed", "device")}
+            if mine != theirs:
+                differ = sorted(k for k in mine if mine[k] != theirs.get(k))
+                raise InputValueError(
+                    f"merge needs replicas with the same parameters; {name}'s "
+                    f"{', '.join(differ)} differ"
+                )
         if other.n_features_in_ is None:
             return self
-        if self.n_features_in_ is None:
-            self._check(np.zeros((1, other.n_features_in_)))
-        elif other.n_features_in_ != self.n_features_in_:
-            raise InputValueError(
-                f"merge needs replicas of the same context dimension, but {other.n_features_in_}"
-                f" and {self.n_features_in_} are given"
-            )
         since = base if base is not None and base.n_features_in_ is not None else None
-        self._merge(other, since)
+        for name, dim in (
+            ("this policy", self.n_features_in_),
+            ("base", getattr(since, "n_features_in_", None)),
+        ):
+            if dim is not None and dim != other.n_features_in_:
+                raise InputValueError(
+                    f"merge needs replicas of the same context dimension, but other has "
+                    f"{other.n_features_in_} and {name} {dim}"
+                )
+        if since is not None and not since.t_ <= min(other.t_, self.t_):
+            raise InputValueError(
+                f"base has learned {since.t_} rewards, more than other ({other.t_}) or this "
+                f"policy ({self.t_}): it must be the state both replicas started from"
+            )
+        before = dict(self.__dict__)
+        try:
+            if self.n_features_in_ is None:
+                self._check(other._initial_contexts())
+            self._merge(other, since)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
         self.t_ += other.t_ - (since.t_ if since is not None else 0)
         return self
+
+    def _initial_contexts(self) -> Contexts:
+        """Contexts that initialise a fresh policy like this one (merging into a fresh policy)."""
+        assert self.n_features_in_ is not None
+        return np.zeros((1, self.n_features_in_))
 
     def _merge(self, other: Policy, base: Policy | None) -> None:
         raise InputValueError(

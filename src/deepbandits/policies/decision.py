@@ -33,17 +33,30 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
+from deepbandits.encoding import BlockContexts
 from deepbandits.errors import DecisionError, InputValueError
 
 Array = NDArray[np.float64]
 TIMEOUT_UNITS = ("decisions", "seconds")
 WHEN_FULL = ("expire-oldest", "refuse")
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that cannot change (a decision's ``extra``); it pickles and copies like a dict."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a decision's extra values cannot change")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
 
 
 class Decision(NamedTuple):
@@ -93,7 +106,7 @@ class Decision(NamedTuple):
     context: Any
     features: Array | None = None
     head: int = 0
-    extra: Mapping[str, Any] = MappingProxyType({})
+    extra: Mapping[str, Any] = FrozenDict()
 
     def __repr__(self) -> str:
         return (
@@ -103,10 +116,14 @@ class Decision(NamedTuple):
 
 
 def freeze(*arrays: Any) -> None:
-    """Make a decision's arrays read-only (they are its own: computed or copied for it)."""
+    """Make a decision's arrays read-only (they are its own: computed or copied for it),
+    block-encoded contexts included."""
     for array in arrays:
         if isinstance(array, np.ndarray):
             array.flags.writeable = False
+        elif isinstance(array, BlockContexts):
+            array.blocks.flags.writeable = False
+            array.slots.flags.writeable = False
 
 
 def check_mask(mask: Any, n_arms: int) -> NDArray[np.bool_] | None:
@@ -250,10 +267,24 @@ class PendingDecisions:
         self.n_expired += 1
         return decision_id
 
-    def check_room(self, n_new: int) -> None:
+    def _n_old(self, round_now: int, now: float) -> int:
+        """How many of the oldest pending decisions are past the timeout (they expire at the
+        next successful call)."""
+        n = 0
+        for decision in self._pending.values():
+            if not self._is_old(decision, round_now, now):
+                break
+            n += 1
+        return n
+
+    def check_room(self, n_new: int, now: float) -> None:
         """Raise :class:`DecisionError` if ``n_new`` decisions do not fit and the table refuses
-        (checked before a decision changes anything)."""
-        if self.when_full == "refuse" and len(self._pending) + n_new > self.max_pending:
+        (checked before a decision changes anything); decisions past their timeout count as
+        room, since they expire as the new ones are added."""
+        if self.when_full != "refuse" or len(self._pending) + n_new <= self.max_pending:
+            return
+        live = len(self._pending) - self._n_old(self.n_decided + n_new - 1, now)
+        if live + n_new > self.max_pending:
             raise DecisionError(
                 f"{len(self._pending)} decisions await their reward and max_pending="
                 f"{self.max_pending} with when_full='refuse': learn or expire some before "
@@ -261,7 +292,10 @@ class PendingDecisions:
             )
 
     def add(self, decision: Decision) -> None:
-        """Keep a new decision, expiring the oldest when the table is full."""
+        """Keep a new decision, expiring first those past their timeout, then the oldest when
+        the table is still full."""
+        if len(self._pending) >= self.max_pending:
+            self.expire(decision.round, decision.time)
         if len(self._pending) >= self.max_pending:
             self._drop_oldest()
         self._pending[decision.id] = decision

@@ -184,11 +184,7 @@ class KernelUCB(Policy):
         p = self._params
         x = context_rows(obs.context)
         n = len(self.y_)
-        if n >= p["max_history"] and p["overflow"] == "error":
-            raise InputValueError(
-                f"KernelUCB keeps at most max_history={p['max_history']} points and its "
-                "memory grows as their square; raise max_history or use overflow='window'"
-            )
+        self._check_learn_many(1)
         k = self._k(self.X_, x)[:, 0]
         c = float(self._k(x, x)[0, 0]) + p["lam"]
         if n >= p["max_history"]:
@@ -208,6 +204,15 @@ class KernelUCB(Policy):
         if (self.t_ + 1) % p["refresh_every"] == 0:
             self.M_inv_ = np.linalg.inv(self._k(self.X_, self.X_) + p["lam"] * np.eye(len(self.y_)))
         self._alpha_y = self.M_inv_ @ self.y_
+
+    def _check_learn_many(self, n: int) -> None:
+        p = self._params
+        if p["overflow"] == "error" and len(self.y_) + n > p["max_history"]:
+            raise InputValueError(
+                f"KernelUCB keeps at most max_history={p['max_history']} points and its "
+                f"memory grows as their square; it holds {len(self.y_)}, and {n} more do not "
+                "fit: raise max_history or use overflow='window'"
+            )
 
     def exact_inverse_error(self) -> float:
         """Largest entry of |(K + λI)⁻¹ − inv(K + λI)|: the drift of the block updates."""

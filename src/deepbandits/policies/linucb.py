@@ -356,11 +356,29 @@ class LinUCB(Policy):
                 for i, (phi, h, s2, rr) in enumerate(zip(phis, heads, sigma2, ranges, strict=True))
             ]
             weights = 1.0 / np.array([u[0] for u in used])
-        ridge.update_many(phis, np.asarray(rewards, dtype=np.float64), weights, heads)
+        values = np.asarray(rewards, dtype=np.float64)
+        # a discount falls after each reward whose count is a multiple of discount_every:
+        # the batch is added in segments between them, so each round weighs γ^(its age)
+        every, gamma = self._params["discount_every"], self._params["discount"]
+        first = every - self.t_ % every if gamma < 1.0 else len(phis)
+        bounds = [*range(first, len(phis), every), len(phis)]
+        start = 0
+        for end in bounds:
+            if end > start:
+                rows = slice(start, end)
+                ridge.update_many(phis[rows], values[rows], weights[rows], heads[rows])
+            if gamma < 1.0 and (self.t_ + end) % every == 0:
+                self.head_.discount(gamma)
+            start = end
         self._last_sigma2_bar = used[-1][0]
         self.last_update_ = {"sigma2": 1.0, "sigma2_hat": float("nan"), "train_seconds": 0.0}
         self._finish_learning(
-            [o.context for o in observations], rewards, list(weights), list(heads), *used[-1]
+            [o.context for o in observations],
+            rewards,
+            list(weights),
+            list(heads),
+            *used[-1],
+            discounted=True,
         )
         self.t_ += len(observations)
 
@@ -372,16 +390,15 @@ class LinUCB(Policy):
         heads: list[int],
         sigma2_bar: float,
         sigma2_hat: float,
+        discounted: bool = False,
     ) -> None:
         """After the ridge update of ``len(rewards)`` rounds: the feature map's training, the
-        discount, the diagnostics."""
+        discount (unless the batch path ``discounted`` already), the diagnostics."""
         start = time.perf_counter()
         trained = self._after_updates(contexts, rewards, weights, heads)
-        t_before, t_after = self.t_, self.t_ + len(rewards)
         every, gamma = self._params["discount_every"], self._params["discount"]
-        crossed = t_after // every - t_before // every
-        if gamma < 1.0 and crossed:
-            self.head_.discount(gamma**crossed)
+        if not discounted and gamma < 1.0 and (self.t_ + len(rewards)) % every == 0:
+            self.head_.discount(gamma)
         self.last_update_ = {
             "sigma2": sigma2_bar,
             "sigma2_hat": sigma2_hat,
@@ -400,7 +417,20 @@ class LinUCB(Policy):
             raise InputValueError(
                 f"cannot merge a {other.head_.layout} head into a {self.head_.layout} one"
             )
+        heads = [self.head_, other.head_] + ([base.head_] if isinstance(base, LinUCB) else [])
+        lams = {repr(h.ridge.lam) for h in heads if h.ridge is not None}
+        if len(lams) > 1:
+            raise InputValueError(
+                f"cannot merge ridge heads with different priors λ ({', '.join(sorted(lams))}): "
+                "with lam_warmup the prior moves until train_start, so merge replicas after it"
+            )
         self.head_.merge(other.head_, base.head_ if isinstance(base, LinUCB) else None)
+
+    def _initial_contexts(self) -> Contexts:
+        ridge = self.head_.ridge
+        if self.by_block_ and ridge is not None:
+            return BlockContexts(np.zeros((1, ridge.dim)), [0], ridge.n_heads)
+        return super()._initial_contexts()
 
     # ------------------------------------------------------------------ state
     def _state(self) -> dict[str, Any]:

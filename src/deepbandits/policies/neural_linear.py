@@ -143,6 +143,11 @@ class NeuralLinearBandit(LinUCB):
     def _validate_params(self) -> None:
         super()._validate_params()
         self.train_schedule_, self.device_ = check_network_params(self._params)
+        if self._params["refit_on_update"] and self._params["discount"] != 1.0:
+            raise InputValueError(
+                "refit_on_update=True rebuilds A and b from the whole history at full weight, "
+                f"which undoes discount={self._params['discount']}; use one or the other"
+            )
 
     def _feature_dim(self, n_features: int) -> int:
         return int(self._params["feature_dim"])
@@ -185,7 +190,7 @@ class NeuralLinearBandit(LinUCB):
             self.learner_.history.append(context, reward, weight, head)
             self._weight_sum += weight
         first, t, t0 = self.t_ + 1, self.t_ + len(rewards), self.train_schedule_.train_start
-        if self._params["lam_warmup"] and t <= t0:
+        if self._params["lam_warmup"] and first <= t0:  # warmup_prior is λ from t0 on
             lam = warmup_prior(self._params["lam"], self._weight_sum / t, t, t0)
             assert self.ridge_ is not None
             if lam != self.ridge_.lam:

@@ -208,7 +208,9 @@ class NeuralGradientBandit(Policy):
         p = self._params
         if p["exploration"] == "ucb":
             return super()._propensity(ev, index, mask, arm)
-        rng = np.random.default_rng([self.pending_.n_decided, p["seed"] or 0])
+        rng = np.random.default_rng(
+            [ev.extra.get("round", self.pending_.n_decided), p["seed"] or 0]
+        )
         draws = ev.mean + self._sample_sd(ev.width) * rng.standard_normal(
             (p["propensity_samples"], len(ev.mean))
         )

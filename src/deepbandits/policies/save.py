@@ -152,8 +152,19 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
         return layer, arms, scores, means, widths
 
     def _index(self, ev: Evaluation, X: Contexts) -> Array:
+        """SAVE's descent over the available arms (all, or those of ``ev.mask``); the others
+        score −∞."""
         assert ev.features is not None
-        layer, arms, scores, means, widths = self._search(ev.features)
+        available = None if ev.mask is None else np.flatnonzero(ev.mask)
+        phi = ev.features if available is None else ev.features[available]
+        layer, arms, scores, means, widths = self._search(phi)
+        if available is not None:  # back to the request's arm indices
+            arms = available[arms]
+            full = np.full((len(means), len(X)), np.nan)
+            full[:, available] = means
+            means, full = full, np.full((len(widths), len(X)), np.nan)
+            full[:, available] = widths
+            widths = full
         at = len(self.levels_) - 1 if layer is None else layer
         ev.shown = (means[at], widths[at])
         ev.extra["search"] = (layer, arms, widths)
@@ -194,6 +205,14 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
     ) -> None:
         """One reward at a time: a layer's radius depends on the rounds before."""
         Policy._learn_many(self, observations, rewards, sigma2, ranges)
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self._params["discount"] != 1.0:
+            raise InputValueError(
+                "SaveNeuralLinUCB does not take discount: its layers' radii sum over every "
+                f"round they hold; discount={self._params['discount']} is given"
+            )
 
     def _merge(self, other: Policy, base: Policy | None) -> None:
         raise InputValueError(
