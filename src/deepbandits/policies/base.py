@@ -92,10 +92,6 @@ class Observation:
     head: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def of(cls, decision: Decision) -> Observation:
-        return cls(decision.context, decision.features, decision.head, dict(decision.extra))
-
 
 #: What learning reads of a round: an :class:`Observation` or the pending :class:`Decision`
 #: itself (both have ``context``, ``features``, ``head`` and ``extra``).

@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from deepbandits._convert import as_numpy
 from deepbandits.encoding import BlockContexts
 from deepbandits.errors import DecisionError, InputValueError
 
@@ -353,8 +354,6 @@ class PendingDecisions:
 
 def decision_state(decision: Decision) -> dict[str, Any]:
     """A decision as plain values and arrays (what a checkpoint stores)."""
-    from deepbandits.encoding import BlockContexts
-
     context = decision.context
     block = isinstance(context, BlockContexts)
     return {
@@ -371,14 +370,14 @@ def decision_state(decision: Decision) -> dict[str, Any]:
         "block": [int(context.slots[0]), int(context.n_blocks)] if block else None,
         "features": None if decision.features is None else np.array(decision.features),
         "head": decision.head,
-        "extra": {k: float(v) for k, v in decision.extra.items()},
+        "extra": {
+            k: v.item() if isinstance(v, np.generic) else v for k, v in decision.extra.items()
+        },
     }
 
 
 def decision_from_state(state: dict[str, Any]) -> Decision:
     """Inverse of :func:`decision_state` (arrays may come back as tensors from a file)."""
-    from deepbandits._convert import as_numpy
-    from deepbandits.encoding import BlockContexts
 
     def arr(value: Any, dtype: Any = np.float64) -> Any:
         return None if value is None else np.array(as_numpy(value, dtype))
@@ -387,8 +386,7 @@ def decision_from_state(state: dict[str, Any]) -> Decision:
     if state["block"] is not None:
         slot, n_blocks = state["block"]
         context = BlockContexts(context, [slot], n_blocks)
-    extra = {k: (int(v) if k == "layer" else float(v)) for k, v in state["extra"].items()}
-    return Decision(
+    decision = Decision(
         id=str(state["id"]),
         arm=int(state["arm"]),
         propensity=float(state["propensity"]),
@@ -401,5 +399,7 @@ def decision_from_state(state: dict[str, Any]) -> Decision:
         context=context,
         features=arr(state["features"]),
         head=int(state["head"]),
-        extra=extra,
+        extra=FrozenDict(state["extra"]),
     )
+    freeze(decision.mean, decision.width, decision.mask, decision.context, decision.features)
+    return decision
