@@ -103,7 +103,9 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
 
     preset_params: ClassVar[dict[str, Any]] = {"threshold": None, "beta_scale": 1.0}
     _vectorised: ClassVar[bool] = False  # each request descends the layers on its own
-    fixed_params: ClassVar[dict[str, Any]] = {"alpha": 0.0, "variance": "none"}
+    #: alpha and variance: the ridge head on φ only provides θ for training; discount: the
+    #: layers' radii sum over every round they hold, which forgetting would break
+    fixed_params: ClassVar[dict[str, Any]] = {"alpha": 0.0, "variance": "none", "discount": 1.0}
     param_specs: ClassVar[dict[str, Spec]] = {
         "threshold": Spec(
             "real",
@@ -205,14 +207,6 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
     ) -> None:
         """One reward at a time: a layer's radius depends on the rounds before."""
         Policy._learn_many(self, observations, rewards, sigma2, ranges)
-
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        if self._params["discount"] != 1.0:
-            raise InputValueError(
-                "SaveNeuralLinUCB does not take discount: its layers' radii sum over every "
-                f"round they hold; discount={self._params['discount']} is given"
-            )
 
     def _merge(self, other: Policy, base: Policy | None) -> None:
         raise InputValueError(
