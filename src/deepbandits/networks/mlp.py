@@ -105,7 +105,12 @@ def as_input(X: Contexts, device: torch.device, dtype: torch.dtype = torch.float
     if isinstance(X, BlockContexts) and X.shape[1] < MIN_BLOCK_FEATURES:
         X = X.dense()
     if isinstance(X, BlockContexts):
-        return BlockInput(torch.from_numpy(X.blocks).to(device, dtype), X.slots, X.n_blocks)
+        return BlockInput(as_tensor(X.blocks, device, dtype), X.slots, X.n_blocks)
+    return as_tensor(X, device, dtype)
+
+
+def as_tensor(X: NDArray[np.float64], device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """A numpy array as a tensor of ``dtype`` on ``device`` (a read-only array is copied)."""
     if dtype == torch.float32:  # converted by numpy: one copy, the same rounding as torch's
         return torch.from_numpy(np.array(X, dtype=np.float32, order="C")).to(device)
     X = np.ascontiguousarray(X)

@@ -1077,7 +1077,8 @@ class Preset:
     def _check_preset(self, params: dict[str, Any]) -> None:
         name = type(self).__name__
         for key, value in self.fixed_params.items():
-            if key in params and params[key] != value:
+            given = params.get(key, value)
+            if isinstance(given, bool) != isinstance(value, bool) or given != value:
                 raise InputValueError(f"{name} fixes {key}={value!r}, but {params[key]!r} is given")
         for key, value in self.forbidden_params.items():
             if params.get(key) == value:
