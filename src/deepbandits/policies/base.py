@@ -624,7 +624,8 @@ class Policy(ABC):
 
         The width is the posterior standard deviation of the mean that the policy's UCB index
         multiplies by α (‖φ‖_{A⁻¹} for the ridge policies, ‖g/√m‖_{Z⁻¹} for NeuralUCB/TS, the
-        ensemble's spread for BootstrappedNN). Predicting changes no state and draws no random
+        ensemble's spread for BootstrappedNN). Predicting changes no learned state (a first call
+        fixes the context dimension, as every call does), no pending decision, and draws no random
         numbers.
         """
         kept = self._snapshot()
