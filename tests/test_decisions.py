@@ -418,35 +418,59 @@ def test_discount_recovers_from_a_change_of_best_arm():
 @given(
     ops=st.lists(
         st.tuples(
-            st.sampled_from(["decide", "learn", "relearn", "unknown"]), st.integers(0, 10**6)
+            st.sampled_from(
+                ["decide", "decide_batch", "learn", "learn_batch", "relearn", "unknown"]
+            ),
+            st.integers(0, 10**6),
         ),
         min_size=1,
         max_size=40,
     ),
     timeout=st.one_of(st.none(), st.integers(1, 6)),
     max_pending=st.integers(1, 8),
+    when_full=st.sampled_from(["expire-oldest", "refuse"]),
 )
-def test_any_interleaving_keeps_counts_and_statistics_consistent(ops, timeout, max_pending):
-    policy = db.make_policy("linucb", seed=0, reward_timeout=timeout, max_pending=max_pending)
+def test_any_interleaving_keeps_counts_and_statistics_consistent(
+    ops, timeout, max_pending, when_full
+):
+    """Decide, decide a batch, learn one or a batch (by id, any pending ones), learn again,
+    learn an unknown id, with timeouts and a bounded table: every decision made is pending,
+    learned or expired, and the ridge statistics are exactly those of the rewards learned."""
+    policy = db.make_policy(
+        "linucb",
+        seed=0,
+        reward_timeout=timeout,
+        max_pending=max_pending,
+        when_full=when_full,
+    )
     learned: list[Decision] = []
-    made: list[Decision] = []
+    made: dict[str, Decision] = {}
     for op, k in ops:
-        if op == "decide":
-            made.append(policy.decide(contexts(k % 97)))
-        elif op == "learn" and len(policy.pending_):
-            ids = policy.pending_.ids()
-            chosen = ids[k % len(ids)]
-            try:
-                policy.learn(chosen, (k % 7) / 7)
-                learned.append(next(d for d in made if d.id == chosen))
-            except DecisionError:  # past its timeout: refused, nothing learned
-                pass
-        elif op == "relearn" and learned:
-            with pytest.raises(DecisionError):
-                policy.learn(learned[k % len(learned)], 0.5)
-        elif op == "unknown":
-            with pytest.raises(DecisionError):
-                policy.learn(f"{k:032x}", 0.5)
+        try:
+            if op == "decide":
+                d = policy.decide(contexts(k % 97))
+                made[d.id] = d
+            elif op == "decide_batch":
+                batch = policy.decide_batch(
+                    np.stack([contexts(k % 97 + i) for i in range(k % 3 + 1)])
+                )
+                made.update((d.id, d) for d in batch)
+            elif op in ("learn", "learn_batch") and len(policy.pending_):
+                ids = policy.pending_.ids()
+                chosen = [ids[k % len(ids)]] if op == "learn" else ids[k % 2 :: 2][:3]
+                if op == "learn":
+                    policy.learn(chosen[0], (k % 7) / 7)
+                else:
+                    policy.learn_batch(chosen, [(k % 7) / 7] * len(chosen))
+                learned += [made[i] for i in chosen]
+            elif op == "relearn" and learned:
+                with pytest.raises(DecisionError):
+                    policy.learn(learned[k % len(learned)], 0.5)
+            elif op == "unknown":
+                with pytest.raises(DecisionError):
+                    policy.learn(f"{k:032x}", 0.5)
+        except DecisionError:  # past its timeout, or a refusing table full: nothing changed
+            pass
         counts = policy.pending_.counts()
         assert counts["decided"] == len(made)
         assert counts["decided"] == counts["pending"] + counts["learned"] + counts["expired"]
