@@ -40,6 +40,13 @@ from deepbandits.errors import (
     InputValueError,
     NumericalError,
 )
+from deepbandits.policies.checkpoint import (
+    FORMAT_VERSION,
+    check_checkpoint,
+    jsonable,
+    read_checkpoint,
+    to_saveable,
+)
 from deepbandits.policies.decision import (
     Decision,
     FrozenDict,
@@ -60,7 +67,6 @@ from deepbandits.policies.params import (
 )
 from deepbandits.policies.space import Param
 
-FORMAT_VERSION = 1
 _CLASSES: dict[str, type[Policy]] = {}
 Array = NDArray[np.float64]
 
@@ -107,27 +113,6 @@ def arm_context(X: Contexts, arm: int) -> Any:
     """The context of ``arm``, detached from the caller's array (a decision keeps it)."""
     context = X[arm]
     return context.copy() if isinstance(context, np.ndarray) else context
-
-
-def _to_saveable(obj: Any) -> Any:
-    """Arrays become tensors; containers are walked; everything else must be a plain value."""
-    if isinstance(obj, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(obj))
-    if isinstance(obj, dict):
-        return {k: _to_saveable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_to_saveable(v) for v in obj]
-    return obj
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, tuple | list):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
 
 
 class Policy(ABC):
@@ -915,7 +900,7 @@ class Policy(ABC):
         return {
             "format": FORMAT_VERSION,
             "class": type(self).__name__,
-            "params": json.dumps(_jsonable(self._params)),
+            "params": json.dumps(jsonable(self._params)),
             "rng": json.dumps(self._rng.bit_generator.state),
             "t": self.t_,
             "n_features_in": self.n_features_in_,
@@ -937,9 +922,9 @@ class Policy(ABC):
             raise CheckpointError(
                 f"state was saved from {state['class']!r}, cannot load into {here}"
             )
-        mine = json.loads(json.dumps(_jsonable(self._params)))
+        mine = json.loads(json.dumps(jsonable(self._params)))
         # a parameter added since the state was saved takes its default (older files load)
-        defaults = json.loads(json.dumps(_jsonable(type(self)().get_params())))
+        defaults = json.loads(json.dumps(jsonable(type(self)().get_params())))
         saved = {**{k: v for k, v in defaults.items() if k in mine}, **json.loads(state["params"])}
         differ = sorted(
             k for k in set(saved) | set(mine) if k != "device" and saved.get(k) != mine.get(k)
@@ -977,7 +962,7 @@ class Policy(ABC):
         The file is written atomically: a kill during a save leaves the previous file intact.
         """
         buffer = io.BytesIO()
-        torch.save(_to_saveable(self.state_dict()), buffer)
+        torch.save(to_saveable(self.state_dict()), buffer)
         write_atomic(path, buffer.getvalue())
 
     @classmethod
@@ -989,62 +974,13 @@ class Policy(ABC):
         return policy
 
 
-#: The keys of a saved state and their types (the schema of format version 1).
-_SCHEMA: dict[str, type | tuple[type, ...]] = {
-    "format": int,
-    "class": str,
-    "params": str,
-    "rng": str,
-    "t": int,
-    "n_features_in": (int, type(None)),
-    "state": dict,
-}
-
-
-def check_checkpoint(state: Any) -> None:
-    """Check a saved state against the schema: keys, types, format version, JSON fields."""
-    if not isinstance(state, dict):
-        raise CheckpointError(f"a saved state must be a dict, but {type(state).__name__} is given")
-    missing = sorted(set(_SCHEMA) - set(state))
-    if missing:
-        raise CheckpointError(f"the saved state lacks {', '.join(missing)}")
-    for key, kind in _SCHEMA.items():
-        if isinstance(state[key], bool) or not isinstance(state[key], kind):
-            raise CheckpointError(
-                f"the saved state's {key!r} must be {kind}, but {state[key]!r} is given"
-            )
-    if state["format"] != FORMAT_VERSION:
-        raise CheckpointError(
-            f"the saved state has format {state['format']}; this version reads format "
-            f"{FORMAT_VERSION}"
-        )
-    if state["t"] < 0 or (state["n_features_in"] is not None and state["n_features_in"] < 1):
-        raise CheckpointError(
-            f"the saved state has t={state['t']}, n_features_in={state['n_features_in']}"
-        )
-    for key in ("params", "rng"):
-        try:
-            value = json.loads(state[key])
-        except json.JSONDecodeError as exc:
-            raise CheckpointError(f"the saved state's {key!r} is not valid JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise CheckpointError(f"the saved state's {key!r} must be a JSON object")
-
-
 def load_policy(path: str | Path) -> Policy:
     """Rebuild any policy saved by :meth:`Policy.save`; damaged files raise
     :class:`~deepbandits.errors.CheckpointError`."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointNotFoundError(f"no saved policy at {path}")
-    try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as exc:
-        raise CheckpointError(f"{path} is not a deepbandits policy file: {exc}") from None
-    try:
-        check_checkpoint(state)
-    except CheckpointError as exc:
-        raise CheckpointError(f"{path} is not a valid deepbandits policy file: {exc}") from None
+    state = read_checkpoint(path)
     cls = _CLASSES.get(state["class"])
     if cls is None:
         raise CheckpointError(f"{path} holds an unknown policy class {state['class']!r}")
