@@ -188,7 +188,7 @@ class RidgeState:
         elif in_place:
             A_inv_t.addr_(Ax_t, Ax_t, alpha=-weight / gain)
         else:
-            A_inv -= (Ax[:, None] * Ax) * (weight / gain)  # _rank_one_step, in place
+            A_inv[...] = _rank_one_step(A_inv, Ax, weight / gain)
         self.drift[head] = drift if exact is None else 0.0
         b = self.b[head]
         b += (weight * reward) * x

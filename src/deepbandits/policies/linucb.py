@@ -233,45 +233,42 @@ class LinUCB(Policy):
         mean, width = self.head_.score(phi, heads)
         return Evaluation(mean, width, phi, heads)
 
-    def _evaluate_many(self, batch: list[Contexts]) -> list[Evaluation]:
-        """One feature-map call and one batched ridge evaluation for all the rounds."""
-        if len(batch) == 1:
-            return [self._evaluate(batch[0])]
-        sizes = [X.shape[0] for X in batch]
-        if self.head_.layout == "per_arm":
-            for n in sizes:  # check every request before scoring any
+    def _score_stacked(
+        self, X: Contexts, sizes: list[int]
+    ) -> tuple[Array, Array, Array, NDArray[np.int64] | None]:
+        """Mean, width, features and head of every row of several requests stacked in ``X``
+        (``sizes`` arms each): one feature-map call, one grouped ridge evaluation. Every
+        request is checked against a per-arm head before any is scored."""
+        per_arm = self.head_.layout == "per_arm"
+        if per_arm:
+            for n in set(sizes):
                 self.head_.heads(n, None)
-        if isinstance(batch[0], BlockContexts) != isinstance(batch[-1], BlockContexts) or (
-            isinstance(batch[0], BlockContexts) and len({X.n_blocks for X in batch}) > 1  # type: ignore[union-attr]
-        ):
-            return [self._evaluate(X) for X in batch]
-        phi, slots = self.features_.transform(stack_contexts(batch))
-        bounds = np.cumsum([0, *sizes])
-        if self.head_.layout == "per_arm":
-            heads = np.concatenate([np.arange(n) for n in sizes])
+        phi, slots = self.features_.transform(X)
+        if per_arm:  # each request's arms 0..n-1
+            starts = np.cumsum([0, *sizes[:-1]])
+            heads: NDArray[np.int64] | None = np.arange(len(phi)) - np.repeat(starts, sizes)
         else:
             heads = self.head_.heads(len(phi), slots)
         mean, width = self.head_.score(phi, heads, grouped=True)
+        return mean, width, phi, heads
+
+    def _evaluate_many(self, batch: list[Contexts]) -> list[Evaluation]:
+        """The rounds of a batch scored together (:meth:`_score_stacked`)."""
+        blocks = {X.n_blocks if isinstance(X, BlockContexts) else None for X in batch}
+        if len(batch) == 1 or len(blocks) > 1:  # mixed encodings: one by one
+            return [self._evaluate(X) for X in batch]
+        sizes = [X.shape[0] for X in batch]
+        mean, width, phi, heads = self._score_stacked(stack_contexts(batch), sizes)
+        bounds = np.cumsum([0, *sizes])
         return [
-            Evaluation(
-                mean[a:b],
-                width[a:b],
-                phi[a:b],
-                None if heads is None else heads[a:b],
-            )
+            Evaluation(mean[a:b], width[a:b], phi[a:b], None if heads is None else heads[a:b])
             for a, b in itertools.pairwise(bounds)
         ]
 
     def _evaluate_uniform(
         self, X: Array, n_requests: int, n_arms: int
     ) -> tuple[Array, Array, Array | None, NDArray[np.int64] | None]:
-        phi, slots = self.features_.transform(X)
-        if self.head_.layout == "per_arm":
-            self.head_.heads(n_arms, None)  # fixes or checks the number of arms
-            heads: NDArray[np.int64] | None = np.tile(np.arange(n_arms), n_requests)
-        else:
-            heads = self.head_.heads(len(phi), slots)
-        mean, width = self.head_.score(phi, heads, grouped=True)
+        mean, width, phi, heads = self._score_stacked(X, [n_arms] * n_requests)
         shape = (n_requests, n_arms)
         return mean.reshape(shape), width.reshape(shape), phi, heads
 

@@ -86,6 +86,13 @@ def save_layer_search(
     return None, arms, means[last, arms] + betas[last] * widths[last, arms]
 
 
+def on_arms(values: Array, arms: NDArray[np.int64], n_arms: int) -> Array:
+    """``[L, len(arms)]`` values of some arms spread over all ``n_arms`` (NaN elsewhere)."""
+    out = np.full((len(values), n_arms), np.nan)
+    out[:, arms] = values
+    return out
+
+
 class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
     """SAVE-SupNeural-LinUCB (Appendix B.3): SAVE on the network's features; needs T.
 
@@ -162,11 +169,7 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
         layer, arms, scores, means, widths = self._search(phi)
         if available is not None:  # back to the request's arm indices
             arms = available[arms]
-            full = np.full((len(means), len(X)), np.nan)
-            full[:, available] = means
-            means, full = full, np.full((len(widths), len(X)), np.nan)
-            full[:, available] = widths
-            widths = full
+            means, widths = (on_arms(v, available, len(X)) for v in (means, widths))
         at = len(self.levels_) - 1 if layer is None else layer
         ev.shown = (means[at], widths[at])
         ev.extra["search"] = (layer, arms, widths)
