@@ -8,6 +8,7 @@ Both kinds of name are accepted by :func:`make_policy` and the CLI's ``--policy`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deepbandits._validation import check_choice, check_unknown_keys
@@ -26,6 +27,7 @@ from deepbandits.policies.neural_linear import (
 from deepbandits.policies.neural_ucb import NeuralGradientBandit, NeuralTS, NeuralUCB
 from deepbandits.policies.params import Spec, render_spec
 from deepbandits.policies.save import SaveNeuralLinUCB
+from deepbandits.policies.space import Param
 
 if TYPE_CHECKING:
     from deepbandits.envs.base import Environment
@@ -115,6 +117,34 @@ def distinct_policy_names() -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class PolicyInfo:
+    """What a policy name accepts, without building it: the spec of every keyword, the
+    hyperparameters ``deepbandits tune`` searches, the keywords the name fixes (a variant's
+    defining values, e.g. Neural-LinGreedy's ``alpha=0``) and a named configuration's settings
+    (defaults the user may override)."""
+
+    name: str
+    specs: dict[str, Spec]
+    search_space: dict[str, Param]
+    fixed: dict[str, Any]
+    settings: dict[str, Any]
+
+
+def policy_info(name: str) -> PolicyInfo:
+    """:class:`PolicyInfo` of a registry name or named configuration."""
+    check_choice(name, "policy", policy_names())
+    base, settings = CONFIGURATIONS.get(name, (name, {}))
+    cls = POLICIES[base]
+    return PolicyInfo(
+        name,
+        dict(cls.param_specs),
+        dict(cls.search_space),
+        dict(getattr(cls, "fixed_params", {})),
+        dict(settings),
+    )
+
+
 def make_policy(name: str, *, env: Environment | None = None, **params: Any) -> Policy:
     """Build a policy by name, e.g. ``make_policy("linucb", per_arm=True)`` or
     ``make_policy("range-mle", seed=0)``; keywords override a configuration's settings.
@@ -157,6 +187,7 @@ __all__ = [
     "NeuralUCB",
     "PendingDecisions",
     "Policy",
+    "PolicyInfo",
     "SaveNeuralLinUCB",
     "Sigma2LinUCB",
     "Spec",
@@ -164,6 +195,7 @@ __all__ = [
     "load_policy",
     "make_policy",
     "parameter_table",
+    "policy_info",
     "policy_names",
     "register_policy",
 ]
