@@ -3,26 +3,15 @@
 Equation numbers refer to Bui et al., "Variance-Aware Linear UCB with Deep Representation for
 Neural Contextual Bandits" (the LaTeX source in ``shared/paper``): Eq. 10 is the weighted ridge
 statistics (``eq:a_t_b_t_ours``), Eq. 13 the variance bound estimate (``eq:est_sigma``);
-Theorem 4.1 gives the exploration rate alpha_t. (Eq. 14's likelihood is a training loss and lives
-in :mod:`deepbandits.networks.training`.)
+Theorem 4.1 gives the exploration rate alpha_t. The variance bound of Eq. 13 and its floor (Eq. 9)
+live with the variance source that uses them (:mod:`deepbandits.policies.parts.variance`), Eq. 14's
+likelihood with the training losses (:mod:`deepbandits.networks.training`).
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
-
-
-def variance_floor(R: float, d: int) -> float:
-    """The floor R²/d of σ̄² = max(σ², R²/d) (Eq. 9, Algorithm 1 line 11)."""
-    return R * R / d
-
-
-def floored_variance(sigma2: ArrayLike, R: float, d: int) -> NDArray[np.float64]:
-    """σ̄² = max(σ², R²/d), the proxy variance that weights each ridge observation (Eq. 9–10)."""
-    return np.maximum(np.asarray(sigma2, dtype=np.float64), variance_floor(R, d))
 
 
 def warmup_prior(lam: float, mean_weight: float, t: int, t0: int) -> float:
@@ -38,17 +27,6 @@ def warmup_prior(lam: float, mean_weight: float, t: int, t0: int) -> float:
     if t0 <= 0 or f >= 1.0:
         return float(lam)
     return float(lam) * (f + (1.0 - f) * min(t, t0) / t0)
-
-
-def range_variance_bound(mean: ArrayLike, a: float, b: float) -> NDArray[np.float64]:
-    """σ̂² = (b − μ̂)(μ̂ − a), the variance bound of a reward in [a, b] with mean μ̂ (Eq. 13).
-
-    Theorem 3.2: a random variable confined to [a, b] with mean μ has variance at most
-    (b − μ)(μ − a). The value is negative when μ̂ falls outside [a, b]; the floor of
-    :func:`floored_variance` is always applied after it.
-    """
-    mu = np.asarray(mean, dtype=np.float64)
-    return (b - mu) * (mu - a)
 
 
 def theory_alpha(

@@ -1,8 +1,8 @@
 """Play a policy with rewards that arrive late, out of order, or never (live traffic offline).
 
-Each round the policy decides (:meth:`~deepbandits.policies.base.Policy.decide`); the reward of
+Each round the policy decides (:meth:`~deepbandits.policies.Policy.decide`); the reward of
 round t is delivered at round t + u, u drawn uniformly from 0..``delay``, and the rewards due at
-a round are learned in random order (:meth:`~deepbandits.policies.base.Policy.learn` by id); a
+a round are learned in random order (:meth:`~deepbandits.policies.Policy.learn` by id); a
 share ``missing`` of them is never delivered (those decisions stay pending until the policy's
 ``reward_timeout`` expires them). With ``delay=0`` and ``missing=0`` this is the runner's
 decide/learn loop, round for round.
@@ -19,7 +19,7 @@ from deepbandits._validation import check_int, check_seed
 from deepbandits.envs.base import Environment, Round
 from deepbandits.errors import InputValueError
 from deepbandits.experiments.runner import give_horizon
-from deepbandits.policies.base import Policy
+from deepbandits.policies.policy import Policy
 from deepbandits.policies.decision import Decision
 
 

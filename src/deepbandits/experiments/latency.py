@@ -104,8 +104,7 @@ def measure_latency(
         start = time.perf_counter()
         arm = policy.select(X)
         select += time.perf_counter() - start
-        policy.update(X, arm, float(rng.random() < 0.1))
-        train += policy.last_update_.get("train_seconds", 0.0)
+        train += policy.update(X, arm, float(rng.random() < 0.1)).train_seconds
     return select, train
 
 

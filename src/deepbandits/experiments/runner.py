@@ -38,7 +38,7 @@ from deepbandits._validation import check_choice, check_int, check_seed
 from deepbandits._version import __version__
 from deepbandits.envs.base import Environment, Holdout
 from deepbandits.errors import DataError, InputTypeError, InputValueError
-from deepbandits.policies.base import Policy
+from deepbandits.policies.policy import Policy
 
 #: Columns of a run's record, one row per round.
 COLUMNS: dict[str, str] = {
@@ -433,7 +433,7 @@ def run(
             expected = rnd.expected_rewards
             regret = float(expected.max() - expected[arm])
             cum += regret
-            train = info.get("train_seconds", 0.0)
+            train = info.train_seconds
             out["t"][i] = i + 1
             out["arm"][i] = arm
             out["reward"][i] = reward
@@ -441,8 +441,8 @@ def run(
             out["regret"][i] = regret
             out["cum_regret"][i] = cum
             out["sigma2_oracle"][i] = rnd.sigma2
-            out["sigma2_used"][i] = info.get("sigma2", np.nan)
-            out["sigma2_hat"][i] = info.get("sigma2_hat", np.nan)
+            out["sigma2_used"][i] = info.sigma2
+            out["sigma2_hat"][i] = info.sigma2_hat
             out["mean"][i] = decision.mean[arm]
             out["width"][i] = decision.width[arm]
             out["time_select"][i] = t1 - t0

@@ -94,24 +94,43 @@ def seeded_generator(seed: int | None) -> torch.Generator:
 
 
 class NetworkLearner:
-    """An :class:`~deepbandits.networks.mlp.MLP`, its optimizer and the rounds it trains on.
+    """A network, its optimizer and the rounds it trains on.
 
     Parameters
     ----------
+    network : MLP
+        The network trained (a feature map's, or a reward model).
     in_dim : int
-        Context dimension.
-    out_dim : int
-        Output size: d′ for a feature map, 1 for a scalar reward model.
-    output_activation : bool
-        ReLU on the output (feature maps, Eq. 7) or a linear output (reward models).
-    params : dict
-        The policy's parameters (:data:`NETWORK_PARAMS` keys are read).
-    generator : torch.Generator
-        Source of the initial weights and of the minibatches.
+        Context dimension (of the history's rows).
+    optimizer, lr, weight_decay, max_grad_norm, max_history
+        As the :data:`NETWORK_PARAMS` of the same names.
     """
 
     def __init__(
         self,
+        network: MLP,
+        in_dim: int,
+        *,
+        optimizer: str,
+        lr: float,
+        weight_decay: float,
+        max_grad_norm: float | None,
+        max_history: int | None,
+    ) -> None:
+        self.network = network
+        self.device = next(network.parameters()).device
+        self.max_grad_norm = max_grad_norm
+        self.optimizer = make_optimizer(optimizer, network.parameters(), lr, weight_decay)
+        self.history = History(
+            in_dim, max_history=None if max_history is None else int(max_history)
+        )
+        self.n_trainings = 0
+        self.n_diverged = 0
+        self.last_loss = math.nan
+
+    @classmethod
+    def build(
+        cls,
         in_dim: int,
         out_dim: int,
         *,
@@ -119,23 +138,19 @@ class NetworkLearner:
         params: dict[str, Any],
         device: torch.device,
         generator: torch.Generator,
-    ) -> None:
-        self.network = MLP(
+    ) -> NetworkLearner:
+        """A new :class:`~deepbandits.networks.mlp.MLP` (``hidden``, ``n_layers`` of
+        ``params``, initial weights from ``generator``) with its learner."""
+        network = MLP(
             in_dim, params["hidden"], params["n_layers"], out_dim, generator, output_activation
         )
-        self.network.to(device).eval()
-        self.device = device
-        self.max_grad_norm = params["max_grad_norm"]
-        self.optimizer = make_optimizer(
-            params["optimizer"], self.network.parameters(), params["lr"], params["weight_decay"]
+        network.to(device).eval()
+        return cls(
+            network,
+            in_dim,
+            **{k: params[k] for k in ("optimizer", "lr", "weight_decay", "max_grad_norm")},
+            max_history=params["max_history"],
         )
-        max_history = params["max_history"]
-        self.history = History(
-            in_dim, max_history=None if max_history is None else int(max_history)
-        )
-        self.n_trainings = 0
-        self.n_diverged = 0
-        self.last_loss = math.nan
 
     def forward(self, X: Contexts) -> NDArray[np.float64]:
         """Network output for each row of ``X``, as float64 numpy.
@@ -207,7 +222,10 @@ class NetworkLearner:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.network.load_state_dict(state["network"])
+        """Restore :meth:`state_dict`; without ``"network"`` the weights are left as they are
+        (a feature map saves its network itself)."""
+        if "network" in state:
+            self.network.load_state_dict(state["network"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.history.load_state_dict(state["history"])
         self.n_trainings = int(state["n_trainings"])

@@ -21,9 +21,9 @@ from deepbandits.networks.learner import (
     check_network_params,
     seeded_generator,
 )
-from deepbandits.policies.base import Evaluation, Observation, Observed, Policy, arm_context
-from deepbandits.policies.decision import greedy_propensities
-from deepbandits.policies.linucb import Array
+from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context
+from deepbandits.policies.policy import Observed, Policy
+from deepbandits.policies.choice import greedy_propensities
 from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.space import HIDDEN, LR, TRAIN_STEPS, Param
 
@@ -65,13 +65,13 @@ class BootstrappedNN(Policy):
     def __init__(self, *, n_models: int = 5, seed: int | None = None, **network_params: Any):
         super().__init__(n_models=n_models, seed=seed, **{**NETWORK_PARAMS, **network_params})
 
-    def _validate_params(self) -> None:
+    def _check_parts(self) -> None:
         self.train_schedule_, self.device_ = check_network_params(self._params)
 
     def _initialize(self, X: Contexts) -> None:
         self._torch_gen = seeded_generator(self._params["seed"])
         self.members_ = [
-            NetworkLearner(
+            NetworkLearner.build(
                 X.shape[1],
                 1,
                 output_activation=False,
@@ -89,22 +89,23 @@ class BootstrappedNN(Policy):
 
     def _evaluate(self, X: Contexts) -> Evaluation:
         out = self._outputs(X)
-        return Evaluation(out.mean(axis=0), out.std(axis=0), extra={"outputs": out})
+        return Evaluation(out.mean(axis=0), out.std(axis=0), outputs=out)
 
-    def _index(self, ev: Evaluation, X: Contexts) -> Array:
+    def _index(self, ev: Evaluation) -> Array:
         """Greedy on one member drawn at random; the decision shows that member's prediction as
         the mean and the members' spread as the width (the forecast's standard deviation)."""
         member = int(self._rng.integers(len(self.members_)))
-        out = ev.extra["outputs"]
+        out = ev.outputs
+        assert out is not None
         ev.shown = (out[member], ev.width)
         return out[member]
 
-    def _propensity(
-        self, ev: Evaluation, index: Array, mask: NDArray[np.bool_] | None, arm: int
-    ) -> float:
+    def _propensity(self, ev: Evaluation, index: Array, arm: int, exact: float) -> float:
         """Exact: the mean over members of the probability each gives ``arm`` greedily."""
         epsilon = self._params["epsilon"]
-        shares = [greedy_propensities(member, mask, 0.0)[arm] for member in ev.extra["outputs"]]
+        mask = ev.mask
+        assert ev.outputs is not None
+        shares = [greedy_propensities(member, mask, 0.0)[arm] for member in ev.outputs]
         n_available = len(index) if mask is None else int(mask.sum())
         return (1.0 - epsilon) * float(np.mean(shares)) + epsilon / n_available
 
@@ -117,7 +118,7 @@ class BootstrappedNN(Policy):
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
-    ) -> None:
+    ) -> Learned:
         copies = self._rng.poisson(1.0, len(self.members_))
         for member, k in zip(self.members_, copies, strict=True):
             for _ in range(k):
@@ -127,7 +128,8 @@ class BootstrappedNN(Policy):
             for member in self.members_:
                 member.train_reward_model(self.train_schedule_, self._torch_gen)
             self.n_trainings_ += 1
-            self.last_update_["train_seconds"] = time.perf_counter() - start
+            return Learned(train_seconds=time.perf_counter() - start)
+        return Learned()
 
     def _state(self) -> dict[str, Any]:
         return {

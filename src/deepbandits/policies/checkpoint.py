@@ -1,24 +1,35 @@
-"""The file format of a saved policy: what :meth:`~deepbandits.policies.base.Policy.save` writes
-and :func:`~deepbandits.policies.base.load_policy` reads.
+"""Saved policies: the file format, :meth:`Policy.state_dict` / ``load_state_dict`` /
+``save`` and :func:`load_policy`.
 
-A file is ``torch.save`` of a dict of plain values and tensors (format version 1, the schema
-below; ``pending``, the decisions awaiting their reward, is optional so that files written before
-decisions existed load). It is read with ``torch.load(weights_only=True)``: loading a file never
-executes code.
+A file is ``torch.save`` of a dict of plain values and tensors (the schema below; ``pending``,
+the decisions awaiting their reward, is optional so that files written before decisions existed
+load). It is read with ``torch.load(weights_only=True)``: loading a file never executes code.
+
+Format 2 names the registry recipe that built the policy (``recipe``, with its keywords in
+``params``) or, for a composition built by hand, the class and its parts; ``state`` is the union
+of the parts' ``state_dict`` and the policy's own. Files of format 1 (each registry name a class,
+before policies were built from parts) are converted on reading
+(:mod:`deepbandits.policies.legacy`).
 """
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from deepbandits.errors import CheckpointError
+from deepbandits._io import write_atomic
+from deepbandits.errors import CheckpointError, CheckpointNotFoundError, DeepBanditsError
+from deepbandits.policies.transaction import atomic_whole
 
-FORMAT_VERSION = 1
+if TYPE_CHECKING:
+    from deepbandits.policies.policy import Policy
+
+FORMAT_VERSION = 2
 
 
 def to_saveable(obj: Any) -> Any:
@@ -67,7 +78,7 @@ def check_checkpoint(state: Any) -> None:
             raise CheckpointError(
                 f"the saved state's {key!r} must be {kind}, but {state[key]!r} is given"
             )
-    if state["format"] != FORMAT_VERSION:
+    if state["format"] not in (1, FORMAT_VERSION):
         raise CheckpointError(
             f"the saved state has format {state['format']}; this version reads format "
             f"{FORMAT_VERSION}"
@@ -97,3 +108,151 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
     except CheckpointError as exc:
         raise CheckpointError(f"{path} is not a valid deepbandits policy file: {exc}") from None
     return state
+
+
+def _json(obj: Any) -> Any:
+    return json.loads(json.dumps(jsonable(obj)))
+
+
+def _parts(policy: Policy) -> dict[str, Any]:
+    return {
+        name: {"class": type(part).__name__, "params": jsonable(part.get_params())}
+        for name, part in policy.parts.items()
+    }
+
+
+def state_dict(policy: Policy) -> dict[str, Any]:
+    """Everything needed to continue exactly where this policy is: its parameters (the
+    recipe's keywords, or the class and its parts), the generator, the counters, the union of
+    the parts' state and the pending decisions."""
+    recipe = policy.recipe_.name if policy.recipe_ is not None else ""
+    params = policy.get_params() if recipe else policy._params
+    return {
+        "format": FORMAT_VERSION,
+        "class": type(policy).__name__,
+        "recipe": recipe,
+        "params": json.dumps(jsonable(params)),
+        "parts": json.dumps(_parts(policy)),
+        "rng": json.dumps(policy._rng.bit_generator.state),
+        "t": policy.t_,
+        "n_features_in": policy.n_features_in_,
+        "state": policy._state() if policy.n_features_in_ is not None else {},
+        "pending": policy.pending_.state_dict(),
+    }
+
+
+def _saved_params(policy: Policy, state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The saved parameters (with the defaults of any added since) and this policy's."""
+    if policy.recipe_ is not None:
+        mine = _json(policy.get_params())
+        defaults = _json(policy.recipe_.build({}).get_params())
+    else:
+        mine, defaults = _json(policy._params), {}
+    saved = {**{k: v for k, v in defaults.items() if k in mine}, **json.loads(state["params"])}
+    if "parts" in state and policy.recipe_ is None:
+        saved["parts"], mine["parts"] = json.loads(state["parts"]), _json(_parts(policy))
+    return saved, mine
+
+
+def load_state_dict(policy: Policy, state: dict[str, Any]) -> None:
+    """Restore a state produced by :meth:`state_dict` of a policy with the same parameters.
+
+    The state is checked against its schema (format version, class, parameter names and
+    values, round counter, generator state) and the saved parameters against this policy's
+    (``device`` may differ); anything that does not fit raises
+    :class:`~deepbandits.errors.CheckpointError` and leaves this policy as it was.
+    """
+    from deepbandits.policies.legacy import upgrade
+
+    check_checkpoint(state)
+    state = upgrade(state)
+    here = type(policy).__name__
+    if state["class"] != here or state.get("recipe", "") != (
+        policy.recipe_.name if policy.recipe_ is not None else ""
+    ):
+        raise CheckpointError(
+            f"state was saved from {state.get('recipe') or state['class']!r}, cannot load into "
+            f"{policy.recipe_.name if policy.recipe_ is not None else here}"
+        )
+    saved, mine = _saved_params(policy, state)
+    differ = sorted(
+        k for k in set(saved) | set(mine) if k != "device" and saved.get(k) != mine.get(k)
+    )
+    if differ:
+        detail = "; ".join(f"{k}: saved {saved.get(k)!r}, here {mine.get(k)!r}" for k in differ)
+        raise CheckpointError(
+            f"state was saved by a {here} with other parameters ({detail}); build the policy "
+            "with the saved parameters, or use load_policy"
+        )
+    try:
+        with atomic_whole(policy):
+            policy.reset()
+            policy._rng.bit_generator.state = json.loads(state["rng"])
+            if state["n_features_in"] is not None:
+                policy.n_features_in_ = int(state["n_features_in"])
+                policy._initialize(np.zeros((1, policy.n_features_in_)))
+                policy._load_state(state["state"])
+            policy.t_ = int(state["t"])
+            if "pending" in state:  # files written before decisions existed have none
+                policy.pending_.load_state_dict(state["pending"])
+    except DeepBanditsError:
+        raise
+    except Exception as exc:
+        raise CheckpointError(
+            f"the saved state of this {here} is damaged or incomplete: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+
+
+def save(policy: Policy, path: str | Path) -> None:
+    """Write parameters and learned state to ``path`` (tensors + JSON, no code).
+
+    The file is written atomically: a kill during a save leaves the previous file intact.
+    """
+    buffer = io.BytesIO()
+    torch.save(to_saveable(policy.state_dict()), buffer)
+    write_atomic(path, buffer.getvalue())
+
+
+def load_policy(path: str | Path, into: Policy | None = None) -> Policy:
+    """Rebuild a policy saved by :meth:`Policy.save`; damaged files raise
+    :class:`~deepbandits.errors.CheckpointError`.
+
+    A policy made from a registry name is rebuilt from its recipe. A composition built by hand
+    is rebuilt as PyTorch rebuilds a module: build the same composition and pass it as
+    ``into``; its state is then loaded (and it is returned).
+    """
+    from deepbandits.policies.legacy import upgrade
+    from deepbandits.policies.registry import make_policy
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointNotFoundError(f"no saved policy at {path}")
+    state = upgrade(read_checkpoint(path))
+    if into is not None:
+        policy = into
+    elif not state.get("recipe"):
+        raise CheckpointError(
+            f"{path} holds a {state['class']} composed by hand; build the same composition and "
+            "load it with load_policy(path, into=policy)"
+        )
+    else:
+        try:
+            policy = make_policy(state["recipe"], **json.loads(state["params"]))
+        except (DeepBanditsError, TypeError, ValueError) as exc:
+            raise CheckpointError(
+                f"{path} holds invalid {state['recipe']} parameters: {exc}"
+            ) from None
+    try:
+        policy.load_state_dict(state)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+    return policy
+
+
+def load_as(cls: type[Policy], path: str | Path) -> Policy:
+    """:func:`load_policy`, refusing a file that holds another class."""
+    policy = load_policy(path)
+    if not isinstance(policy, cls):
+        raise CheckpointError(f"{path} holds a {type(policy).__name__}, not a {cls.__name__}")
+    return policy

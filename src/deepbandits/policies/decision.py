@@ -127,54 +127,6 @@ def freeze(*arrays: Any) -> None:
             array.slots.flags.writeable = False
 
 
-def check_mask(mask: Any, n_arms: int) -> NDArray[np.bool_] | None:
-    """Validate a mask of available arms: booleans of shape ``[n_arms]``, at least one True."""
-    if mask is None:
-        return None
-    arr = np.asarray(mask)
-    if arr.dtype != np.bool_:
-        raise InputValueError(
-            f"mask must be an array of booleans (True = the arm may be chosen), but an array of "
-            f"{arr.dtype} is given"
-        )
-    if arr.shape != (n_arms,):
-        raise InputValueError(
-            f"mask must have one entry per arm, shape ({n_arms},), but shape {arr.shape} is given"
-        )
-    if not arr.any():
-        raise InputValueError("mask allows no arm: at least one arm must be available")
-    return arr.copy()  # the decision keeps it read-only; the caller's array stays theirs
-
-
-def top_arms(index: Array, mask: NDArray[np.bool_] | None) -> NDArray[np.int64] | None:
-    """The available arms with the largest index (None when an available index is NaN)."""
-    if mask is None:
-        first = int(index.argmax())  # the first NaN, if any
-        top = index[first]
-        if top != top:
-            return None
-        if np.count_nonzero(index == top) == 1:
-            return np.array([first])
-        return np.flatnonzero(index == top)
-    scores = np.where(mask, index, -np.inf)
-    top = scores.max()
-    return None if np.isnan(top) else np.flatnonzero((scores == top) & mask)
-
-
-def greedy_propensities(index: Array, mask: NDArray[np.bool_] | None, epsilon: float) -> Array:
-    """Every arm's probability under uniform tie-breaking among the top available arms and an
-    exploration floor ε (module notes); 0 for masked arms."""
-    ties = top_arms(index, mask)
-    probs = np.zeros(len(index))
-    if ties is None:
-        return probs
-    probs[ties] = (1.0 - epsilon) / len(ties)
-    if epsilon > 0.0:
-        available = np.ones(len(index), dtype=bool) if mask is None else mask
-        probs[available] += epsilon / available.sum()
-    return probs
-
-
 class PendingDecisions:
     """Decisions awaiting their reward, by id, oldest first (module notes give the rules).
 

@@ -21,21 +21,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
 from deepbandits.errors import InputValueError
-from deepbandits.policies.base import (
-    Evaluation,
-    Observation,
-    Observed,
-    Policy,
-    arm_context,
-    context_rows,
-)
-from deepbandits.policies.linucb import Array
+from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context, context_rows
+from deepbandits.policies.policy import Observed, Policy
 from deepbandits.policies.params import ALPHA_SPEC, LAM_SPEC, REFRESH_EVERY_SPEC, Spec
 from deepbandits.policies.space import ALPHA, Param, log_float
 
+Array = NDArray[np.float64]
 KERNELS = ("rbf", "linear")
 OVERFLOWS = ("window", "error")
 
@@ -168,7 +163,7 @@ class KernelUCB(Policy):
         width = np.sqrt(np.maximum(var, 0.0) / lam)
         return Evaluation(mean, width)
 
-    def _index(self, ev: Evaluation, X: Array) -> Array:  # type: ignore[override]
+    def _index(self, ev: Evaluation) -> Array:
         return ev.mean + self._params["alpha"] * ev.width
 
     def _observe(self, X: Array, arm: int, ev: Evaluation | None) -> Observation:  # type: ignore[override]
@@ -180,7 +175,7 @@ class KernelUCB(Policy):
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
-    ) -> None:
+    ) -> Learned:
         p = self._params
         x = context_rows(obs.context)
         n = len(self.y_)
@@ -204,6 +199,7 @@ class KernelUCB(Policy):
         if (self.t_ + 1) % p["refresh_every"] == 0:
             self.M_inv_ = np.linalg.inv(self._k(self.X_, self.X_) + p["lam"] * np.eye(len(self.y_)))
         self._alpha_y = self.M_inv_ @ self.y_
+        return Learned()
 
     def _check_learn_many(self, n: int) -> None:
         p = self._params

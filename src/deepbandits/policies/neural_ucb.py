@@ -39,16 +39,9 @@ from deepbandits.networks.learner import (
     seeded_generator,
 )
 from deepbandits.networks.mlp import add_outer_, as_input
-from deepbandits.policies.base import (
-    Evaluation,
-    Observation,
-    Observed,
-    Policy,
-    Preset,
-    arm_context,
-    context_rows,
-)
-from deepbandits.policies.linucb import Array
+from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context, context_rows
+from deepbandits.policies.policy import Observed, Policy
+from deepbandits.policies.parts.explore import UCB, Situation, Thompson, thompson_scale
 from deepbandits.policies.params import (
     ALPHA_SPEC,
     LAM_SPEC,
@@ -58,6 +51,7 @@ from deepbandits.policies.params import (
 )
 from deepbandits.policies.space import ALPHA, HIDDEN, LAM, LR, TRAIN_STEPS, Param
 
+Array = NDArray[np.float64]
 EXPLORATIONS = ("ucb", "ts")
 MODES = ("diag", "full")
 
@@ -111,7 +105,7 @@ class NeuralGradientBandit(Policy):
         "hidden": HIDDEN,
         "train_steps": TRAIN_STEPS,
     }
-    _samples = True  # Thompson draws / bootstrap resampling (NeuralUCB draws only for ties)
+    _samples = True  # Thompson draws (NeuralUCB draws only for ties)
     block_contexts = True
 
     def __init__(
@@ -139,13 +133,19 @@ class NeuralGradientBandit(Policy):
             **{**NETWORK_PARAMS, **network_params},
         )
 
-    def _validate_params(self) -> None:
-        self.train_schedule_, self.device_ = check_network_params(self._params)
+    def _check_parts(self) -> None:
+        p = self._params
+        self.train_schedule_, self.device_ = check_network_params(p)
+        self.explore_: UCB | Thompson = (
+            UCB(p["alpha"])
+            if p["exploration"] == "ucb"
+            else Thompson(thompson_scale(p["alpha"], p["lam"]), p["propensity_samples"])
+        )
 
     def _initialize(self, X: Contexts) -> None:
         p = self._params
         self._torch_gen = seeded_generator(p["seed"])
-        self.learner_ = NetworkLearner(
+        self.learner_ = NetworkLearner.build(
             X.shape[1],
             1,
             output_activation=False,
@@ -191,35 +191,21 @@ class NeuralGradientBandit(Policy):
         width = np.sqrt(np.maximum(quad, 0.0) / self._m)
         return Evaluation(mean, width)
 
-    def _sample_sd(self, width: Array) -> Array:
-        """Standard deviation of NeuralTS's draw: σ² = ν²λ gᵀZ⁻¹g/m (Zhang et al. 2021, Alg. 1)."""
-        return self._params["alpha"] * math.sqrt(self._params["lam"]) * width
+    def _situation(self, ev: Evaluation) -> Situation:
+        return Situation(self.t_, ev.round, self._rng, self._params["seed"])
 
-    def _index(self, ev: Evaluation, X: Contexts) -> Array:
-        if self._params["exploration"] == "ucb":
-            return ev.mean + self._params["alpha"] * ev.width
-        return ev.mean + self._sample_sd(ev.width) * self._rng.standard_normal(len(ev.mean))
+    def _index(self, ev: Evaluation) -> Array:
+        return self.explore_.index(ev, self._situation(ev))  # type: ignore[no-any-return]
 
-    def _propensity(
-        self, ev: Evaluation, index: Array, mask: NDArray[np.bool_] | None, arm: int
-    ) -> float:
-        """UCB: exact (base rule). NeuralTS: the Monte Carlo estimate of ``propensity_samples``
-        draws (class notes), with the exploration floor ε added exactly."""
-        p = self._params
-        if p["exploration"] == "ucb":
-            return super()._propensity(ev, index, mask, arm)
-        rng = np.random.default_rng(
-            [ev.extra.get("round", self.pending_.n_decided), p["seed"] or 0]
+    def _propensity(self, ev: Evaluation, index: Array, arm: int, exact: float) -> float:
+        """UCB: exact (the choice rule). NeuralTS: the Monte Carlo estimate of
+        ``propensity_samples`` draws, with the exploration floor ε added exactly."""
+        if not self.explore_.samples:
+            return exact
+        sit = self._situation(ev)
+        return float(
+            self.explore_.propensity(ev, index, ev.mask, arm, sit, self._params["epsilon"])
         )
-        draws = ev.mean + self._sample_sd(ev.width) * rng.standard_normal(
-            (p["propensity_samples"], len(ev.mean))
-        )
-        if mask is not None:
-            draws[:, ~mask] = -np.inf
-        wins = int((draws.argmax(axis=1) == arm).sum())
-        estimate = (wins + 1) / (p["propensity_samples"] + 1)
-        n_available = len(index) if mask is None else int(mask.sum())
-        return (1.0 - p["epsilon"]) * estimate + p["epsilon"] / n_available
 
     def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
         return Observation(arm_context(X, arm))
@@ -230,7 +216,7 @@ class NeuralGradientBandit(Policy):
         reward: float,
         sigma2: float | None,
         reward_range: tuple[float, float] | None,
-    ) -> None:
+    ) -> Learned:
         net = self.learner_.network
         x = as_input(context_rows(obs.context), self.device_)
         with torch.no_grad():
@@ -247,7 +233,8 @@ class NeuralGradientBandit(Policy):
         if self.train_schedule_.should_train(self.t_ + 1):
             start = time.perf_counter()
             self.learner_.train_reward_model(self.train_schedule_, self._torch_gen)
-            self.last_update_["train_seconds"] = time.perf_counter() - start
+            return Learned(train_seconds=time.perf_counter() - start)
+        return Learned()
 
     def _state(self) -> dict[str, Any]:
         return {
@@ -263,15 +250,3 @@ class NeuralGradientBandit(Policy):
         self.z_diag_ = [torch.as_tensor(z).to(self.device_) for z in state["z_diag"]]
         if state["z"] is not None:
             self.z_ = RidgeState.from_state_dict(state["z"])
-
-
-class NeuralUCB(Preset, NeuralGradientBandit):
-    """NeuralUCB (Zhou et al. 2020): f(x) + γ‖g(x)/√m‖_{Z⁻¹}; ``mode="diag"|"full"``."""
-
-    fixed_params: ClassVar[dict[str, Any]] = {"exploration": "ucb"}
-
-
-class NeuralTS(Preset, NeuralGradientBandit):
-    """NeuralTS (Zhang et al. 2021): r̃ ~ N(f(x), ν²λ gᵀZ⁻¹g/m); ``mode="diag"|"full"``."""
-
-    fixed_params: ClassVar[dict[str, Any]] = {"exploration": "ts"}

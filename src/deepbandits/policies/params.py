@@ -231,6 +231,22 @@ ALPHA_SPEC = Spec("real", "exploration rate α", low=0)
 LAM_SPEC = Spec("real", "ridge regulariser λ", low=0, low_inclusive=False)
 REFRESH_EVERY_SPEC = Spec("int", "rank-one updates between exact re-inversions", low=1)
 
+R_SPEC = Spec("real", "noise bound R (variance floor R²/d′)", low=0, low_inclusive=False)
+HORIZON_SPEC = Spec("int", "number of rounds T (set by the runner)", low=1, optional=True)
+SCHEDULE_SPEC = Spec(
+    "schedule", "σ²ₜ for variance='schedule': 'linear:START:END[:T]' or values", optional=True
+)
+REWARD_RANGE_SPEC = Spec(
+    "pair", "reward range (a, b); rewards outside it are refused", optional=True
+)
+DELTA_SPEC = Spec(
+    "real", "δ of Theorem 4.1", low=0, high=1, low_inclusive=False, high_inclusive=False
+)
+M_SPEC = Spec("real", "bound M ≥ ‖θ*‖ of Theorem 4.1", low=0)
+THEORY_ALPHA_SPEC = Spec(
+    "real", "exploration rate α, or 'theory' for Theorem 4.1", low=0, choices=("theory",)
+)
+
 #: The options of every policy for live use: exploration floor and the pending-decision table
 #: (:mod:`deepbandits.policies.decision`), with their defaults.
 DECISION_SPECS: dict[str, Spec] = {
@@ -314,6 +330,13 @@ __all__ = [
     "DECISION_SPECS",
     "DISCOUNT_DEFAULTS",
     "DISCOUNT_SPECS",
+    "DELTA_SPEC",
+    "HORIZON_SPEC",
+    "M_SPEC",
+    "R_SPEC",
+    "REWARD_RANGE_SPEC",
+    "SCHEDULE_SPEC",
+    "THEORY_ALPHA_SPEC",
     "LAM_SPEC",
     "NETWORK_SPECS",
     "REFRESH_EVERY_SPEC",

@@ -1,4 +1,4 @@
-"""SAVE-SupNeural-LinUCB: the SAVE algorithm of Zhao et al. (2023) on neural features.
+"""SAVE's layered search (Zhao et al. 2023), an exploration rule with statistics of its own.
 
 SAVE ("SupLin + Adaptive Variance-aware Exploration", Algorithm 1 of Zhao et al. 2023) is a
 variance-aware SupLinUCB. It keeps L = ⌈log₂(1/α)⌉ weighted ridge estimators ("layers");
@@ -28,21 +28,26 @@ their Theorem; with them SAVE explores heavily, the over-exploration that the pa
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
-from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.linalg.ridge import RidgeState
-from deepbandits.policies.base import Evaluation, Observation, Observed, Policy, Preset
-from deepbandits.policies.linucb import Array
-from deepbandits.policies.neural_linear import NeuralLinearBandit
-from deepbandits.policies.params import Spec
+from deepbandits.policies.evaluation import Evaluation, Observation
+from deepbandits.policies.params import (
+    DELTA_SPEC,
+    HORIZON_SPEC,
+    M_SPEC,
+    R_SPEC,
+    REFRESH_EVERY_SPEC,
+    Spec,
+)
+from deepbandits.policies.parts.explore import Situation, _Deterministic
+
+Array = NDArray[np.float64]
 
 
 def save_radius(
@@ -93,12 +98,8 @@ def on_arms(values: Array, arms: NDArray[np.int64], n_arms: int) -> Array:
     return out
 
 
-class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
-    """SAVE-SupNeural-LinUCB (Appendix B.3): SAVE on the network's features; needs T.
-
-    Parameters of :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit` apply to the
-    network and its training (``alpha`` and ``variance`` are fixed: the ridge head on φ only
-    provides θ for training). ``R``, ``M`` and ``delta`` enter β̂. In addition:
+class LayeredSearch(_Deterministic):
+    """SAVE's descent through L weighted ridge layers on the features (module notes).
 
     Parameters
     ----------
@@ -106,14 +107,15 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
         SAVE's α; default 1/``horizon``. The number of layers is ⌈log₂(1/α)⌉.
     beta_scale : float, default=1.0
         Multiplies β̂.
+    R, M, delta : float
+        Noise bound, ‖θ*‖ bound and confidence of β̂.
+    horizon : int, optional
+        T (the runner sets it to the run's T).
+    refresh_every : int, default=500
+        Rank-one updates between exact re-inversions of each layer.
     """
 
-    preset_params: ClassVar[dict[str, Any]] = {"threshold": None, "beta_scale": 1.0}
-    _vectorised: ClassVar[bool] = False  # each request descends the layers on its own
-    #: alpha and variance: the ridge head on φ only provides θ for training; discount: the
-    #: layers' radii sum over every round they hold, which forgetting would break
-    fixed_params: ClassVar[dict[str, Any]] = {"alpha": 0.0, "variance": "none", "discount": 1.0}
-    param_specs: ClassVar[dict[str, Spec]] = {
+    specs: ClassVar[dict[str, Spec]] = {
         "threshold": Spec(
             "real",
             "SAVE's α (None: 1/horizon)",
@@ -124,107 +126,106 @@ class SaveNeuralLinUCB(Preset, NeuralLinearBandit):
             optional=True,
         ),
         "beta_scale": Spec("real", "multiplies the radius β̂", low=0),
+        "R": R_SPEC,
+        "M": M_SPEC,
+        "delta": DELTA_SPEC,
+        "horizon": HORIZON_SPEC,
+        "refresh_every": REFRESH_EVERY_SPEC,
     }
+    #: each round's layer depends on every round before it: learned one at a time
+    sequential: ClassVar[bool] = True
 
-    def _initialize(self, X: Array) -> None:
-        super()._initialize(X)
-        p = self._params
-        if p["threshold"] is None and p["horizon"] is None:
+    def __init__(
+        self,
+        threshold: float | None = None,
+        beta_scale: float = 1.0,
+        R: float = 1.0,
+        M: float = 1.0,
+        delta: float = 0.05,
+        horizon: int | None = None,
+        refresh_every: int = 500,
+    ) -> None:
+        self.threshold = threshold
+        self.beta_scale = beta_scale
+        self.R = R
+        self.M = M
+        self.delta = delta
+        self.horizon = horizon
+        self.refresh_every = refresh_every
+
+    def initialize(self, dim: int) -> None:
+        """L layers over features of dimension ``dim``, layer ℓ with prior 4^{-ℓ}I."""
+        if self.threshold is None and self.horizon is None:
             raise InputValueError(
                 "SAVE needs the horizon T (horizon=T) or its threshold α (threshold=...); "
                 "the runner sets horizon to the run's T"
             )
-        self.threshold_ = p["threshold"] if p["threshold"] is not None else 1.0 / p["horizon"]
+        self.threshold_ = self.threshold if self.threshold is not None else 1.0 / self.horizon
         L = max(1, math.ceil(math.log2(1.0 / self.threshold_)))
         self.levels_ = np.arange(1, L + 1)
-        self.layers_ = RidgeState(self._feature_dim_, L, 4.0**-self.levels_, p["refresh_every"])
+        self.layers_ = RidgeState(dim, L, 4.0**-self.levels_, self.refresh_every)
         self.sq_rewards_ = np.zeros(L)  # Σ w² r² per layer, for Var̂
 
-    def layer_radii(self) -> Array:
-        """β̂_{t,ℓ} of every layer for the coming round."""
-        p, ly = self._params, self.layers_
+    def layer_radii(self, t: int) -> Array:
+        """β̂_{t,ℓ} of every layer for the coming round (``t`` rewards learned)."""
+        ly = self.layers_
         lam = 4.0**-self.levels_
         # Var̂ = Σ w²(r − θᵀa)² = Σw²r² − 2θᵀb + θᵀ(A − λI)θ
         quad = np.einsum("li,lij,lj->l", ly.theta, ly.A, ly.theta) - lam * (ly.theta**2).sum(1)
         var_hat = self.sq_rewards_ - 2.0 * (ly.theta * ly.b).sum(1) + quad
-        radii = save_radius(
-            self.levels_, var_hat, self.t_ + 1, len(lam), p["R"], p["M"], p["delta"]
-        )
-        return p["beta_scale"] * radii
+        radii = save_radius(self.levels_, var_hat, t + 1, len(lam), self.R, self.M, self.delta)
+        return self.beta_scale * radii
 
-    def _search(self, phi: Array) -> tuple[int | None, NDArray[np.int64], Array, Array, Array]:
+    def _search(self, phi: Array, t: int) -> tuple[int | None, NDArray[np.int64], Array, Array, Array]:
         L, K = len(self.levels_), len(phi)
         heads = np.repeat(np.arange(L), K)
         mean, width = self.layers_.score(np.tile(phi, (L, 1)), heads)
         means, widths = mean.reshape(L, K), width.reshape(L, K)
-        layer, arms, scores = save_layer_search(means, widths, self.layer_radii(), self.threshold_)
+        radii = self.layer_radii(t)
+        layer, arms, scores = save_layer_search(means, widths, radii, self.threshold_)
         return layer, arms, scores, means, widths
 
-    def _index(self, ev: Evaluation, X: Contexts) -> Array:
+    def index(self, ev: Evaluation, sit: Situation) -> Array:
         """SAVE's descent over the available arms (all, or those of ``ev.mask``); the others
-        score −∞."""
+        score −∞. The decision shows the layer's means and widths."""
         assert ev.features is not None
+        n_arms = len(ev.features)
         available = None if ev.mask is None else np.flatnonzero(ev.mask)
         phi = ev.features if available is None else ev.features[available]
-        layer, arms, scores, means, widths = self._search(phi)
+        layer, arms, scores, means, widths = self._search(phi, sit.t)
         if available is not None:  # back to the request's arm indices
             arms = available[arms]
-            means, widths = (on_arms(v, available, len(X)) for v in (means, widths))
+            means, widths = (on_arms(v, available, n_arms) for v in (means, widths))
         at = len(self.levels_) - 1 if layer is None else layer
         ev.shown = (means[at], widths[at])
-        ev.extra["search"] = (layer, arms, widths)
-        index = np.full(len(X), -np.inf)
+        ev.search = (layer, arms, widths)
+        index = np.full(n_arms, -np.inf)
         index[arms] = scores
         return index
 
-    def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
-        obs = super()._observe(X, arm, ev)
-        if ev is not None and "search" in ev.extra:
-            layer, arms, widths = ev.extra["search"]
+    def observe(self, ev: Evaluation, arm: int, t: int) -> dict[str, Any]:
+        """The layer an exploration round enters and the arm's width there (nothing for an
+        exploit round)."""
+        if ev.search is not None:
+            layer, arms, widths = ev.search
         else:
-            layer, arms, _, _, widths = self._search(self._features_and_heads(X)[0])
+            assert ev.features is not None
+            layer, arms, _, _, widths = self._search(ev.features, t)
         if layer is None or arm not in arms:  # an exploit round: stored in no layer
-            return obs
-        return replace(obs, extra={"layer": layer, "width": float(widths[layer, arm])})
+            return {}
+        return {"layer": layer, "width": float(widths[layer, arm])}
 
-    def _learn(
-        self,
-        obs: Observed,
-        reward: float,
-        sigma2: float | None,
-        reward_range: tuple[float, float] | None,
-    ) -> None:
-        if "layer" in obs.extra:  # an exploration round of layer ℓ
+    def learn(self, obs: Observation, reward: float) -> None:
+        """Add an exploration round of layer ℓ with weight w = 2^{-ℓ}/‖a‖_{Σ_ℓ⁻¹}."""
+        if "layer" in obs.extra:
             layer = int(obs.extra["layer"])
             w = 2.0 ** -(layer + 1) / obs.extra["width"]
             self.layers_.update(obs.features, reward, w * w, layer)
             self.sq_rewards_[layer] += w * w * reward * reward
-        super()._learn(obs, reward, sigma2, reward_range)
 
-    def _learn_many(
-        self,
-        observations: Sequence[Observed],
-        rewards: list[float],
-        sigma2: list[float | None],
-        ranges: list[tuple[float, float] | None],
-    ) -> None:
-        """One reward at a time: a layer's radius depends on the rounds before."""
-        Policy._learn_many(self, observations, rewards, sigma2, ranges)
+    def state_dict(self) -> dict[str, Any]:
+        return {"layers": self.layers_.state_dict(), "sq_rewards": self.sq_rewards_.copy()}
 
-    def _merge(self, other: Policy, base: Policy | None) -> None:
-        raise InputValueError(
-            "SaveNeuralLinUCB cannot merge replicas: which layer a round enters depends on "
-            "every round before it"
-        )
-
-    def _state(self) -> dict[str, Any]:
-        return {
-            **super()._state(),
-            "layers": self.layers_.state_dict(),
-            "sq_rewards": self.sq_rewards_.copy(),
-        }
-
-    def _load_state(self, state: dict[str, Any]) -> None:
-        super()._load_state(state)
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.layers_ = RidgeState.from_state_dict(state["layers"])
         self.sq_rewards_ = as_numpy(state["sq_rewards"]).copy()

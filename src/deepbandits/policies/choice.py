@@ -1,0 +1,101 @@
+"""The choice rule every policy shares: the top available arm, ties broken uniformly, and an
+exploration floor ε; and the exact probability of each choice.
+
+Among the available arms (``mask``) with the top index, ties are broken uniformly by the policy's
+generator, and with probability ε a uniformly drawn available arm is played instead, so arm ``a``
+has probability ``(1 − ε)·[a ∈ ties]/#ties + ε/#available``. :func:`choose_arms` applies the rule
+to ``B`` requests at once (one request is ``B = 1``): ``decide`` and ``decide_batch`` make the
+same random draws in the same order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deepbandits.errors import InputValueError, NumericalError
+
+Array = NDArray[np.float64]
+Mask = NDArray[np.bool_] | None
+
+
+def check_mask(mask: Any, n_arms: int) -> NDArray[np.bool_] | None:
+    """Validate a mask of available arms: booleans of shape ``[n_arms]``, at least one True."""
+    if mask is None:
+        return None
+    arr = np.asarray(mask)
+    if arr.dtype != np.bool_:
+        raise InputValueError(
+            f"mask must be an array of booleans (True = the arm may be chosen), but an array of "
+            f"{arr.dtype} is given"
+        )
+    if arr.shape != (n_arms,):
+        raise InputValueError(
+            f"mask must have one entry per arm, shape ({n_arms},), but shape {arr.shape} is given"
+        )
+    if not arr.any():
+        raise InputValueError("mask allows no arm: at least one arm must be available")
+    return arr.copy()  # the decision keeps it read-only; the caller's array stays theirs
+
+
+class Choice(NamedTuple):
+    """The arms chosen for ``B`` requests, whether each arm was among the top ``[B, K]``, how
+    many tied, and how many were available."""
+
+    arms: NDArray[np.int64]
+    is_top: NDArray[np.bool_]
+    n_ties: NDArray[np.int64]
+    n_available: NDArray[np.int64]
+
+
+def choose_arms(
+    index: Array, masks: NDArray[np.bool_] | None, epsilon: float, rng: np.random.Generator
+) -> Choice:
+    """Apply the rule to an index ``[B, K]`` (masked arms: ``masks`` False). Random draws are
+    made in request order, only where a request has ties or ε > 0."""
+    B, K = index.shape
+    scores = index if masks is None else np.where(masks, index, -np.inf)
+    top = scores.max(axis=1)
+    if np.isnan(top).any():
+        raise NumericalError(
+            "an arm scored NaN: the policy's state is not finite (contexts or rewards too large "
+            "for its settings?)"
+        )
+    is_top = scores == top[:, None]
+    if masks is not None:
+        is_top &= masks
+    n_ties = is_top.sum(axis=1)
+    arms = is_top.argmax(axis=1)
+    if epsilon > 0.0 or (n_ties > 1).any():
+        for i in range(B):
+            if epsilon > 0.0 and rng.random() < epsilon:
+                available = np.arange(K) if masks is None else np.flatnonzero(masks[i])
+                arms[i] = rng.choice(available)
+            elif n_ties[i] > 1:
+                arms[i] = rng.choice(np.flatnonzero(is_top[i]))
+    n_available = np.full(B, K) if masks is None else masks.sum(axis=1)
+    return Choice(arms, is_top, n_ties, n_available)
+
+
+def tie_propensities(choice: Choice, epsilon: float) -> Array:
+    """The exact probability of each chosen arm under the rule (module notes)."""
+    rows = np.arange(len(choice.arms))
+    top = choice.is_top[rows, choice.arms]
+    return (1.0 - epsilon) * top / choice.n_ties + epsilon / choice.n_available
+
+
+def greedy_propensities(index: Array, mask: Mask, epsilon: float) -> Array:
+    """Every arm's probability under the rule for one request ``[K]``; 0 for masked arms."""
+    scores = index if mask is None else np.where(mask, index, -np.inf)
+    top = scores.max()
+    probs = np.zeros(len(index))
+    if np.isnan(top):
+        return probs
+    ties = np.flatnonzero((scores == top) if mask is None else (scores == top) & mask)
+    probs[ties] = (1.0 - epsilon) / len(ties)
+    if epsilon > 0.0:
+        available = np.ones(len(index), dtype=bool) if mask is None else mask
+        probs[available] += epsilon / available.sum()
+    return probs

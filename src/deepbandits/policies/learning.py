@@ -1,0 +1,208 @@
+"""Learning: rewards of pending decisions (by id, one or many) and of the round just played.
+
+Every reward is checked by one function (:func:`check_reward`: finite, bounded, inside the reward
+range in force) before anything is learned, and learning runs inside
+:func:`~deepbandits.policies.transaction.atomic`, so a call that raises changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from deepbandits._validation import (
+    MAX_ABS_INPUT,
+    check_arm,
+    check_finite_scalar,
+    check_positive,
+    check_reward_range,
+)
+from deepbandits.errors import DecisionError, InputTypeError, InputValueError
+from deepbandits.policies.decision import Decision
+from deepbandits.policies.evaluation import Learned, Observation
+from deepbandits.policies.transaction import atomic
+
+if TYPE_CHECKING:
+    from deepbandits.policies.policy import Policy
+
+Observed = Observation | Decision
+
+
+def check_reward(
+    policy: Policy,
+    reward: Any,
+    sigma2: Any,
+    reward_range: Any,
+) -> tuple[float, float | None, tuple[float, float] | None]:
+    """Validated reward, oracle σ² and the reward range in force (the round's, else the
+    policy's); a reward outside that range is refused."""
+    if not (type(reward) is float and -MAX_ABS_INPUT <= reward <= MAX_ABS_INPUT):
+        reward = check_finite_scalar(reward, "reward", bound=MAX_ABS_INPUT)
+    if sigma2 is not None:
+        sigma2 = check_positive(sigma2, "sigma2", allow_zero=True, bound=MAX_ABS_INPUT)
+    if reward_range is None:
+        bounds = policy._reward_range
+    elif type(reward_range) is tuple and reward_range is policy._range_seen[0]:
+        bounds = policy._range_seen[1]  # the same (immutable) tuple as last time: checked
+    else:
+        bounds = check_reward_range(reward_range)
+        if type(reward_range) is tuple:
+            policy._range_seen = (reward_range, bounds)
+    if bounds is not None and not bounds[0] <= reward <= bounds[1]:
+        raise InputValueError(
+            f"reward {reward} is outside the reward range [{bounds[0]}, {bounds[1]}]"
+        )
+    return reward, sigma2, bounds
+
+
+def update(
+    policy: Policy,
+    contexts: ArrayLike,
+    arm: int,
+    reward: float,
+    *,
+    sigma2: float | None = None,
+    reward_range: tuple[float, float] | None = None,
+) -> Learned:
+    """Learn from the round just played (the synchronous shortcut of :meth:`learn`).
+
+    Parameters
+    ----------
+    contexts : array of shape [K_t, d]
+        The contexts the arm was chosen from; the features are computed from them with the
+        model as it is now.
+    arm : int
+        Index of the arm played.
+    reward : float
+        Observed reward.
+    sigma2 : float, optional
+        Oracle bound on this round's noise variance, when the caller has one.
+    reward_range : (a, b), optional
+        This round's reward range; overrides the policy's ``reward_range`` (dynamic ranges,
+        Fig. ab_dynamic (b)). A reward outside the range in force is refused.
+
+    Returns
+    -------
+    Learned
+        What the update did (the weight's σ̄², the σ̂² estimate, training time).
+    """
+    with atomic(policy):
+        X = policy._check(contexts)
+        arm = check_arm(arm, X.shape[0])
+        checked = check_reward(policy, reward, sigma2, reward_range)
+        return _learn_one(policy, policy._observe(X, arm, None), *checked)
+
+
+def _learn_one(
+    policy: Policy,
+    obs: Observed,
+    reward: float,
+    sigma2: float | None,
+    bounds: tuple[float, float] | None,
+) -> Learned:
+    learned = policy._learn(obs, reward, sigma2, bounds)
+    policy.t_ += 1
+    return learned
+
+
+def learn(
+    policy: Policy,
+    decision: Decision | str,
+    reward: float,
+    *,
+    sigma2: float | None = None,
+    reward_range: tuple[float, float] | None = None,
+) -> Learned:
+    """Learn the reward of a pending decision (given as the Decision or its id).
+
+    The update uses what the policy saw when it decided (the decision's context and
+    features), whatever it has learned since. A decision takes one reward: a second one, or a
+    reward for an expired or unknown decision, raises
+    :class:`~deepbandits.errors.DecisionError` and changes nothing. ``sigma2`` and
+    ``reward_range`` are as in :meth:`update`. Returns what the update did
+    (:class:`~deepbandits.policies.evaluation.Learned`).
+    """
+    now = time.time()
+    latest = policy.pending_.n_decided - 1
+    found = policy.pending_.lookup(decision, latest, now)
+    checked = check_reward(policy, reward, sigma2, reward_range)
+    with atomic(policy):
+        learned = _learn_one(policy, found, *checked)
+    policy.pending_.pop(found.id)
+    policy.pending_.expire(latest, now)
+    return learned
+
+
+def learn_batch(
+    policy: Policy,
+    decisions: Sequence[Decision | str],
+    rewards: ArrayLike,
+    *,
+    sigma2: Sequence[float | None] | None = None,
+    reward_ranges: Sequence[tuple[float, float] | None] | None = None,
+) -> Learned | None:
+    """Learn the rewards of several pending decisions at once, in the order given.
+
+    Every decision and reward is checked before anything is learned (a call that raises
+    changes nothing); an empty batch learns nothing. The ridge family (LinUCB to
+    Neural-σ²-LinUCB) adds the whole batch to its head by one batched update, with the
+    observation weights (σ̂² of Eq. 13) computed from θ as it is at the call and the
+    discounts (``discount``) applied at their rounds; its network trains at most once, at
+    the end, if its schedule has a training within the batch. The other policies learn the
+    rewards one by one, in order (their networks train at the scheduled rounds). Returns what
+    learning the batch did (None for an empty batch).
+    """
+    if not isinstance(decisions, Sequence) or isinstance(decisions, str):
+        raise InputTypeError(
+            f"decisions must be a list of Decisions or ids, but a {type(decisions).__name__}"
+            " is given"
+        )
+    decisions = list(decisions)
+    n = len(decisions)
+    reward_array = np.asarray(rewards, dtype=object)
+    if reward_array.shape != (n,):
+        raise InputValueError(
+            f"rewards must have shape ({n},), one per decision, but shape "
+            f"{reward_array.shape} is given"
+        )
+    rewards_list = list(reward_array)
+    for name, values in (("sigma2", sigma2), ("reward_ranges", reward_ranges)):
+        if values is not None and (
+            not isinstance(values, Sequence | np.ndarray) or isinstance(values, str)
+        ):
+            raise InputTypeError(
+                f"{name} must be a list with one entry per decision (or None), but "
+                f"{values!r} is given"
+            )
+    s2 = [None] * n if sigma2 is None else list(sigma2)
+    ranges = [None] * n if reward_ranges is None else list(reward_ranges)
+    if len(s2) != n or len(ranges) != n:
+        raise InputValueError(
+            f"sigma2 and reward_ranges must have one entry per decision ({n}), but "
+            f"{len(s2)} and {len(ranges)} are given"
+        )
+    if n == 0:
+        return None
+    now = time.time()
+    latest = policy.pending_.n_decided - 1
+    found = [policy.pending_.lookup(d, latest, now) for d in decisions]
+    ids = [d.id for d in found]
+    if len(set(ids)) != n:
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise DecisionError(f"decision {twice} appears twice: a decision takes one reward")
+    checked = [
+        check_reward(policy, r, v, b) for r, v, b in zip(rewards_list, s2, ranges, strict=True)
+    ]
+    policy._check_learn_many(n)
+    with atomic(policy):
+        learned = policy._learn_many(
+            found, [c[0] for c in checked], [c[1] for c in checked], [c[2] for c in checked]
+        )
+    for decision_id in ids:
+        policy.pending_.pop(decision_id)
+    policy.pending_.expire(latest, now)
+    return learned

@@ -1,0 +1,149 @@
+"""Feature maps: what a ridge head sees of each arm's context, φ(x).
+
+A feature map turns the contexts of one or more rounds into one feature row per arm, in one
+call (a batch of rounds is one network forward pass):
+
+* :class:`IdentityFeatures`: φ(x) = x, LinUCB and σ²-LinUCB (Eq. 4–5). On block-encoded
+  contexts it hands a shared head the blocks themselves (one ridge per block, see
+  :mod:`deepbandits.policies.parts.heads`).
+* :class:`NetworkFeatures`: the last hidden layer φ(x; w) of a network, the neural-linear family
+  (Xu et al. 2022; Algorithm 1 of the paper), trained by a
+  :class:`~deepbandits.policies.parts.trainer.Trainer`.
+
+The gradient features of NeuralUCB/NeuralTS live with their policy
+(:mod:`deepbandits.policies.gradient`): their ridge is over every network parameter and is
+scored without forming the gradients.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from deepbandits.encoding import BlockContexts, Contexts
+from deepbandits.networks.learner import check_device
+from deepbandits.networks.mlp import MLP, as_input
+from deepbandits.policies.params import NETWORK_SPECS, Spec
+from deepbandits.policies.parts.part import Part
+
+Array = NDArray[np.float64]
+
+
+class FeatureMap(Protocol):
+    """φ: contexts ``[n, d]`` → features ``[n, dim_]`` (plus, for blocks, each row's block)."""
+
+    #: whether φ is the identity (a head may then keep one ridge per block)
+    raw: ClassVar[bool]
+
+    def out_dim(self, n_features: int) -> int:
+        """The feature dimension d′ for contexts of ``n_features`` columns."""
+        ...
+
+    def initialize(self, n_features: int, blockwise: bool, generator: Any) -> None: ...
+
+    def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
+        """Features of every row, and each row's block when the head keeps one per block."""
+        ...
+
+
+class IdentityFeatures(Part):
+    """φ(x) = x."""
+
+    raw: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.blockwise_ = False
+
+    def out_dim(self, n_features: int) -> int:
+        return n_features
+
+    def initialize(self, n_features: int, blockwise: bool, generator: Any) -> None:
+        self.blockwise_ = blockwise
+
+    def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
+        if isinstance(X, BlockContexts):
+            if self.blockwise_:
+                return X.blocks, X.slots
+            return X.dense(), None
+        return X, None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"blockwise": self.blockwise_}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.blockwise_ = bool(state["blockwise"])
+
+
+class NetworkFeatures(Part):
+    """φ(x; w): the ReLU output layer of an MLP (Eq. 7).
+
+    Parameters
+    ----------
+    dim : int, default=20
+        Feature dimension d′ (the paper uses 20 on synthetic data, 64 on real data).
+    hidden : int, default=100
+        Width m of the hidden layers.
+    n_layers : int, default=2
+        Number of layers L.
+    device : str, default="cpu"
+        Torch device of the network ("cuda" when available).
+    """
+
+    raw: ClassVar[bool] = False
+    specs: ClassVar[dict[str, Spec]] = {
+        "dim": Spec("int", "feature dimension d′ of φ", low=1),
+        "hidden": NETWORK_SPECS["hidden"],
+        "n_layers": NETWORK_SPECS["n_layers"],
+        "device": NETWORK_SPECS["device"],
+    }
+
+    def __init__(
+        self, dim: int = 20, hidden: int = 100, n_layers: int = 2, device: str = "cpu"
+    ) -> None:
+        self.dim = dim
+        self.hidden = hidden
+        self.n_layers = n_layers
+        self.device = device
+        self.network_: MLP | None = None
+
+    def _check(self) -> None:
+        self.device_ = check_device(self.device)
+
+    def out_dim(self, n_features: int) -> int:
+        return int(self.dim)
+
+    def initialize(self, n_features: int, blockwise: bool, generator: torch.Generator) -> None:
+        """A new network; its initial weights are drawn from ``generator``."""
+        network = MLP(n_features, self.hidden, self.n_layers, self.dim, generator, True)
+        self.network_ = network.to(self.device_).eval()
+
+    def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
+        """φ of every row as float64 numpy; block-encoded contexts skip their zero blocks in
+        the first layer."""
+        assert self.network_ is not None
+        with torch.no_grad():
+            out = self.network_.forward(as_input(X, self.device_))  # no module hooks to run
+            return out.to("cpu", torch.float64).numpy(), None
+
+    def state_dict(self) -> dict[str, Any]:
+        assert self.network_ is not None
+        return {"network": {k: v.detach().cpu() for k, v in self.network_.state_dict().items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        assert self.network_ is not None
+        self.network_.load_state_dict(state["network"])
+
+
+def stack_contexts(batch: list[Contexts]) -> Contexts:
+    """The rows of several rounds' contexts as one matrix (one forward pass for a batch)."""
+    if isinstance(batch[0], BlockContexts):
+        first = batch[0]
+        return BlockContexts(
+            np.concatenate([X.blocks for X in batch]),  # type: ignore[union-attr]
+            np.concatenate([X.slots for X in batch]),  # type: ignore[union-attr]
+            first.n_blocks,
+        )
+    return np.concatenate(batch)  # type: ignore[arg-type]

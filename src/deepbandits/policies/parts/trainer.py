@@ -1,0 +1,213 @@
+"""The trainer: how a feature network learns from the rounds played (Algorithm 1, lines 12–14).
+
+A :class:`Trainer` keeps every round for training (its history, a sliding window of
+``max_history`` rounds), trains the feature network of a
+:class:`~deepbandits.policies.parts.features.NetworkFeatures` on it with the head's θ fixed when
+its schedule says so (Eq. 6, or the likelihood of Eq. 14), optionally refits the head on the new
+features, and moves the head's prior during the warm-up (``lam_warmup``,
+:func:`~deepbandits.formulas.warmup_prior`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+
+from deepbandits.errors import InputValueError
+from deepbandits.formulas import warmup_prior
+from deepbandits.networks.learner import SCHEDULE_FIELDS, NetworkLearner
+from deepbandits.networks.mlp import MLP
+from deepbandits.networks.schedule import resolve_schedule
+from deepbandits.networks.training import LOSSES
+from deepbandits.policies.params import NETWORK_SPECS, Spec
+from deepbandits.policies.parts.features import NetworkFeatures
+from deepbandits.policies.parts.heads import RidgeHead
+from deepbandits.policies.parts.part import Part
+
+_TRAINING = (
+    "train_schedule",
+    *SCHEDULE_FIELDS,
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "max_grad_norm",
+    "max_history",
+)
+
+
+class Trainer(Part):
+    """Trains a feature network on the rounds played, with the ridge head's θ fixed.
+
+    Parameters
+    ----------
+    loss : {"mse", "mle"}, default="mse"
+        Network loss: Eq. 6 or the Gaussian likelihood of Eq. 14.
+    train_schedule : {"default", "paper", "paper-code"}, default="default"
+        Named training schedule (:mod:`deepbandits.networks.schedule`); the five entries below
+        override its fields when given.
+    train_every, train_start, warmup_every, train_steps, batch_size : int, optional
+        H, t₀, rounds between trainings before t₀ (0 = none), n, and the minibatch size.
+    optimizer : {"sgd", "adam"}, default="sgd"
+    lr : float, default=1e-2
+    weight_decay : float, default=0.0
+    max_grad_norm : float or None, default=10.0
+        Clip each minibatch gradient to this global L2 norm (None = no clipping). Without it,
+        SGD on large rewards (h2, rewards up to ~60) kills every ReLU of φ in some seeds.
+    max_history : int or None, default=100000
+        Most rounds the network trains on (None = all): beyond it, the last ``max_history``
+        rounds. A run that never exceeds it (every run of the paper, T ≤ 30,000) is bit for bit
+        the uncapped run. With ``refit_on_update``, A and b are refitted on the rounds kept.
+    refit_on_update : bool, default=False
+        Recompute A and b with the new features after each training (False = Algorithm 1,
+        where A and b keep the features each round was played with).
+    lam_warmup : bool, default=True
+        During the warm-up (rounds t ≤ t₀) the head's prior is λₜ = λ·(f + (1 − f)·t/t₀) with
+        f = min(1, mean observation weight so far), reaching λ at t₀: the weighted ridge of
+        Eq. 10 is the unweighted one with λ·σ̄², so on h1 (σ̂² ≈ 40 at first) a fixed λ = 1
+        acts like λ = 40 while the features are young. With unit weights f = 1 and λ never
+        moves; ``False`` keeps λ fixed (Algorithm 1).
+    """
+
+    specs: ClassVar[dict[str, Spec]] = {
+        "loss": Spec("choice", "network loss: MSE (Eq. 6) or likelihood (Eq. 14)", choices=LOSSES),
+        **{key: NETWORK_SPECS[key] for key in _TRAINING},
+        "refit_on_update": Spec("bool", "refit A and b on the new features after a training"),
+        "lam_warmup": Spec("bool", "scale λ by the mean weight until t₀"),
+    }
+
+    def __init__(
+        self,
+        loss: str = "mse",
+        train_schedule: str = "default",
+        train_every: int | None = None,
+        train_start: int | None = None,
+        warmup_every: int | None = None,
+        train_steps: int | None = None,
+        batch_size: int | None = None,
+        optimizer: str = "sgd",
+        lr: float = 1e-2,
+        weight_decay: float = 0.0,
+        max_grad_norm: float | None = 10.0,
+        max_history: int | None = 100_000,
+        refit_on_update: bool = False,
+        lam_warmup: bool = True,
+    ) -> None:
+        self.loss = loss
+        self.train_schedule = train_schedule
+        self.train_every = train_every
+        self.train_start = train_start
+        self.warmup_every = warmup_every
+        self.train_steps = train_steps
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.max_grad_norm = max_grad_norm
+        self.max_history = max_history
+        self.refit_on_update = refit_on_update
+        self.lam_warmup = lam_warmup
+        self.learner_: NetworkLearner | None = None
+        self.weight_sum_ = 0.0
+
+    def _check(self) -> None:
+        self.schedule_ = resolve_schedule(
+            self.train_schedule, {k: getattr(self, k) for k in SCHEDULE_FIELDS}
+        )
+
+    def initialize(self, network: MLP, n_features: int) -> None:
+        """A fresh optimizer and history for ``network``."""
+        self.learner_ = NetworkLearner(
+            network,
+            n_features,
+            optimizer=self.optimizer,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            max_grad_norm=self.max_grad_norm,
+            max_history=self.max_history,
+        )
+        self.weight_sum_ = 0.0
+
+    @property
+    def n_trainings_(self) -> int:
+        return self.learner_.n_trainings if self.learner_ is not None else 0
+
+    def after_updates(
+        self,
+        head: RidgeHead,
+        features: NetworkFeatures,
+        rounds: tuple[list[Any], list[float], list[float], list[int]],
+        t: int,
+        generator: torch.Generator,
+    ) -> bool:
+        """Keep the new rounds (``contexts, rewards, weights, heads``, learned after ``t``
+        others), move the warm-up prior, and train φ when the schedule has a training among
+        them; returns whether it trained."""
+        learner = self.learner_
+        assert learner is not None and head.ridge_ is not None
+        contexts, rewards, weights, heads = rounds
+        for context, reward, weight, h in zip(contexts, rewards, weights, heads, strict=True):
+            learner.history.append(context, reward, weight, h)
+            self.weight_sum_ += weight
+        first, last, t0 = t + 1, t + len(rewards), self.schedule_.train_start
+        if self.lam_warmup and first <= t0:  # warmup_prior is λ from t0 on
+            lam = warmup_prior(head.lam, self.weight_sum_ / last, last, t0)
+            if lam != head.ridge_.lam:
+                head.ridge_.set_lam(lam)
+        if not any(self.schedule_.should_train(s) for s in range(first, last + 1)):
+            return False
+        self.train(head, features, generator)
+        return True
+
+    def train(
+        self,
+        head: RidgeHead,
+        features: NetworkFeatures,
+        generator: torch.Generator,
+        steps: int | None = None,
+    ) -> float:
+        """Train φ on the whole history with θ (and A⁻¹) fixed; returns the last minibatch loss."""
+        learner, ridge = self.learner_, head.ridge_
+        assert learner is not None and ridge is not None
+        loss = learner.train(
+            ridge.theta,
+            ridge.A_inv,
+            loss=self.loss,
+            schedule=self.schedule_,
+            generator=generator,
+            steps=steps,
+        )
+        if self.refit_on_update:
+            X, r, w, h = learner.history.view()
+            ridge.refit(features.transform(X)[0], r, w, h)
+        return loss
+
+    def merge(self, other: Trainer, base: Trainer | None) -> None:
+        """Extend the history by the rounds ``other`` learned since ``base``."""
+        mine, theirs = self.learner_, other.learner_
+        assert mine is not None and theirs is not None
+        done = base.learner_.history.seen if base is not None and base.learner_ else 0
+        new = min(theirs.history.seen - done, theirs.history.size)
+        X, r, w, h = theirs.history.view()
+        for i in range(theirs.history.size - new, theirs.history.size):
+            mine.history.append(X[i], float(r[i]), float(w[i]), int(h[i]))
+            self.weight_sum_ += float(w[i])
+
+    def state_dict(self) -> dict[str, Any]:
+        assert self.learner_ is not None
+        learner = {k: v for k, v in self.learner_.state_dict().items() if k != "network"}
+        return {"learner": learner, "weight_sum": self.weight_sum_}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        assert self.learner_ is not None
+        self.learner_.load_state_dict(state["learner"])
+        self.weight_sum_ = float(state.get("weight_sum", 0.0))
+
+
+def check_refit(trainer: Trainer | None, head: RidgeHead) -> None:
+    """Refitting rebuilds A and b at full weight, which would undo a discount."""
+    if trainer is not None and trainer.refit_on_update and head.discount != 1.0:
+        raise InputValueError(
+            "refit_on_update=True rebuilds A and b from the whole history at full weight, "
+            f"which undoes discount={head.discount}; use one or the other"
+        )

@@ -1,0 +1,244 @@
+"""The registry's recipes: how each policy name turns its keywords into a composition.
+
+Each ridge-family name is one call of :class:`~deepbandits.policies.ridge_ucb.RidgeUCB` with its
+parts; the names and keywords are those of the paper's methods (Neural-σ²-LinUCB is
+:func:`ridge_family` with ``variance="range"``). :data:`RIDGE_SPECS` and
+:data:`NEURAL_SPECS` state each keyword's type, range and meaning once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deepbandits.networks.learner import NETWORK_PARAMS
+from deepbandits.networks.training import LOSSES
+from deepbandits.policies.params import (
+    DELTA_SPEC,
+    DISCOUNT_DEFAULTS,
+    DISCOUNT_SPECS,
+    HORIZON_SPEC,
+    LAM_SPEC,
+    M_SPEC,
+    NETWORK_SPECS,
+    R_SPEC,
+    REFRESH_EVERY_SPEC,
+    REWARD_RANGE_SPEC,
+    SCHEDULE_SPEC,
+    THEORY_ALPHA_SPEC,
+    Spec,
+)
+from deepbandits.policies.parts.explore import UCB, Greedy
+from deepbandits.policies.parts.features import IdentityFeatures, NetworkFeatures
+from deepbandits.policies.parts.heads import RidgeHead
+from deepbandits.policies.parts.layers import LayeredSearch
+from deepbandits.policies.parts.trainer import Trainer
+from deepbandits.policies.parts.variance import (
+    NoWeighting,
+    OracleVariance,
+    PredictiveVariance,
+    RangeBound,
+    ScheduledVariance,
+)
+from deepbandits.policies.ridge_ucb import RidgeUCB
+from deepbandits.policies.space import ALPHA, FEATURE_DIM, HIDDEN, LAM, LR, TRAIN_STEPS
+
+#: The variance source of each ``variance=`` keyword (Section 3, Section 5.5).
+VARIANCE_SOURCES: dict[str, Any] = {
+    "none": NoWeighting,
+    "oracle": OracleVariance,
+    "range": RangeBound,
+    "mle-var": PredictiveVariance,
+    "schedule": ScheduledVariance,
+}
+
+RIDGE_SPECS: dict[str, Spec] = {
+    "alpha": THEORY_ALPHA_SPEC,
+    "lam": LAM_SPEC,
+    "per_arm": Spec("bool", "one ridge per arm instead of a shared θ"),
+    "variance": Spec(
+        "choice", "source of σ²ₜ for the weighted ridge", choices=tuple(VARIANCE_SOURCES)
+    ),
+    "R": R_SPEC,
+    "reward_range": REWARD_RANGE_SPEC,
+    "schedule": SCHEDULE_SPEC,
+    "horizon": HORIZON_SPEC,
+    "delta": DELTA_SPEC,
+    "M": M_SPEC,
+    "refresh_every": REFRESH_EVERY_SPEC,
+    **DISCOUNT_SPECS,
+}
+RIDGE_DEFAULTS: dict[str, Any] = {
+    "alpha": 0.02,
+    "lam": 1.0,
+    "per_arm": False,
+    "variance": "none",
+    "R": 1.0,
+    "reward_range": None,
+    "schedule": None,
+    "horizon": None,
+    "delta": 0.05,
+    "M": 1.0,
+    "refresh_every": 500,
+    **DISCOUNT_DEFAULTS,
+}
+NEURAL_SPECS: dict[str, Spec] = {
+    **RIDGE_SPECS,
+    **NETWORK_SPECS,
+    "feature_dim": Spec("int", "feature dimension d′ of φ", low=1),
+    "loss": Spec("choice", "network loss: MSE (Eq. 6) or likelihood (Eq. 14)", choices=LOSSES),
+    "refit_on_update": Spec("bool", "refit A and b on the new features after a training"),
+    "lam_warmup": Spec("bool", "scale λ by the mean weight until t₀"),
+}
+NEURAL_DEFAULTS: dict[str, Any] = {
+    **RIDGE_DEFAULTS,
+    **NETWORK_PARAMS,
+    "feature_dim": 20,
+    "loss": "mse",
+    "refit_on_update": False,
+    "lam_warmup": True,
+}
+SAVE_SPECS: dict[str, Spec] = {
+    **NEURAL_SPECS,
+    "threshold": LayeredSearch.specs["threshold"],
+    "beta_scale": LayeredSearch.specs["beta_scale"],
+}
+RIDGE_SEARCH = {"alpha": ALPHA, "lam": LAM}
+NEURAL_SEARCH = {
+    **RIDGE_SEARCH,
+    "lr": LR,
+    "feature_dim": FEATURE_DIM,
+    "hidden": HIDDEN,
+    "train_steps": TRAIN_STEPS,
+}
+_TRAINER_KEYS = [k for k in Trainer.specs if k in NEURAL_SPECS]
+
+
+def _variance(p: dict[str, Any]) -> Any:
+    source = VARIANCE_SOURCES[p["variance"]]
+    if source is NoWeighting:
+        return NoWeighting()
+    if source is ScheduledVariance:
+        return ScheduledVariance(p["schedule"], R=p["R"], horizon=p["horizon"])
+    return source(R=p["R"])
+
+
+def ridge_family(p: dict[str, Any], options: dict[str, Any]) -> RidgeUCB:
+    """LinUCB to Neural-σ²-LinUCB and SAVE from their keywords ``p`` (checked) and the
+    options every policy takes (``seed``, ``epsilon``, the pending table)."""
+    from deepbandits.errors import InputValueError
+
+    if p["variance"] != "schedule" and p["schedule"] is not None:
+        raise InputValueError("schedule is only used with variance='schedule'")
+    neural = "feature_dim" in p
+    head = RidgeHead(
+        "per_arm" if p["per_arm"] else "shared",
+        p["lam"],
+        p["refresh_every"],
+        p["discount"],
+        p["discount_every"],
+    )
+    if "threshold" in p:  # SAVE: the head on φ only provides θ for training
+        explore: Any = LayeredSearch(
+            p["threshold"], p["beta_scale"], p["R"], p["M"], p["delta"], p["horizon"],
+            p["refresh_every"],
+        )
+    elif p["alpha"] == 0.0:
+        explore = Greedy()
+    else:
+        explore = UCB(p["alpha"], p["delta"], p["M"])
+    features: Any = (
+        NetworkFeatures(p["feature_dim"], p["hidden"], p["n_layers"], p["device"])
+        if neural
+        else IdentityFeatures()
+    )
+    trainer = Trainer(**{k: p[k] for k in _TRAINER_KEYS}) if neural else None
+    return RidgeUCB(
+        features,
+        head,
+        _variance(p),
+        explore,
+        trainer,
+        reward_range=p["reward_range"],
+        horizon=p["horizon"],
+        **options,
+    )
+
+
+def _ridge_recipe(
+    name: str, doc: str, specs: dict[str, Spec], defaults: dict[str, Any], **kwargs: Any
+) -> Any:
+    from deepbandits.policies.registry import Recipe
+
+    return Recipe(name, doc, specs, defaults, ridge_family, **kwargs)
+
+
+def _class_recipe(name: str, cls: type[Any], doc: str, **kwargs: Any) -> Any:
+    """A recipe for a policy class with keyword parameters of its own."""
+    from deepbandits.policies.registry import _COMMON_SPECS, Recipe
+
+    specs = {k: v for k, v in cls.param_specs.items() if k not in _COMMON_SPECS}
+    defaults = {k: v for k, v in cls().get_params().items() if k not in _COMMON_SPECS}
+
+    def factory(p: dict[str, Any], options: dict[str, Any]) -> Any:
+        return cls(**p, **options)
+
+    return Recipe(name, doc, specs, defaults, factory, dict(cls.search_space), **kwargs)
+
+
+def builtin_recipes() -> dict[str, Any]:
+    """The sixteen names' ten recipes (the configurations are settings of them)."""
+    from deepbandits.policies.bootstrapped import BootstrappedNN
+    from deepbandits.policies.kernel_ucb import KernelUCB
+    from deepbandits.policies.neural_ucb import NeuralGradientBandit
+
+    neural = {"specs": NEURAL_SPECS, "defaults": NEURAL_DEFAULTS}
+    return {
+        "linucb": _ridge_recipe(
+            "linucb", "LinUCB (OFUL), Eq. 4–5 on the raw context", RIDGE_SPECS, RIDGE_DEFAULTS,
+            search_space=RIDGE_SEARCH,
+        ),
+        "sigma2-linucb": _ridge_recipe(
+            "sigma2-linucb",
+            "σ²-LinUCB: LinUCB with the variance-weighted ridge of Eq. 9–10",
+            RIDGE_SPECS,
+            {**RIDGE_DEFAULTS, "variance": "range"},
+            search_space=RIDGE_SEARCH,
+            forbidden={"variance": "none"},
+        ),
+        "neural-ucb": _class_recipe(
+            "neural-ucb", NeuralGradientBandit, "NeuralUCB (Zhou et al. 2020)",
+            fixed={"exploration": "ucb"},
+        ),
+        "neural-ts": _class_recipe(
+            "neural-ts", NeuralGradientBandit, "NeuralTS (Zhang et al. 2021)",
+            fixed={"exploration": "ts"},
+        ),
+        "neural-lingreedy": _ridge_recipe(
+            "neural-lingreedy", "Neural-LinGreedy (Xu et al. 2022): greedy on θᵀφ(x; w)",
+            **neural, search_space=NEURAL_SEARCH, fixed={"alpha": 0.0, "variance": "none"},
+        ),
+        "neural-linucb": _ridge_recipe(
+            "neural-linucb", "Neural-LinUCB (Xu et al. 2022): UCB on φ(x; w), Eq. 5",
+            **neural, search_space=NEURAL_SEARCH, fixed={"variance": "none"},
+        ),
+        "neural-sigma2-linucb": _ridge_recipe(
+            "neural-sigma2-linucb",
+            "Neural-σ²-LinUCB (Algorithm 1): UCB on φ(x; w), ridge weighted by 1/σ̄²ₜ (Eq. 10, 13)",
+            NEURAL_SPECS,
+            {**NEURAL_DEFAULTS, "variance": "range"},
+            search_space=NEURAL_SEARCH,
+            forbidden={"variance": "none"},
+        ),
+        "save-neural-linucb": _ridge_recipe(
+            "save-neural-linucb",
+            "SAVE-SupNeural-LinUCB (Appendix B.3): SAVE's layered search on φ(x; w)",
+            SAVE_SPECS,
+            {**NEURAL_DEFAULTS, "threshold": None, "beta_scale": 1.0},
+            search_space=NEURAL_SEARCH,
+            fixed={"alpha": 0.0, "variance": "none", "discount": 1.0},
+        ),
+        "kernel-ucb": _class_recipe("kernel-ucb", KernelUCB, "KernelUCB (Valko et al. 2013)"),
+        "bootstrapped-nn": _class_recipe(
+            "bootstrapped-nn", BootstrappedNN, "BootstrappedNN (Riquelme et al. 2018)"
+        ),
+    }

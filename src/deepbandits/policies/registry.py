@@ -1,0 +1,220 @@
+"""The registry: policy names, each a :class:`Recipe` that builds a composition, and named
+configurations.
+
+:data:`POLICIES` maps a registry name to its recipe; :data:`CONFIGURATIONS` maps a name to a
+registry name plus keyword settings: the ablations of Section 5.5 (Fig. ablation_study) and the
+heuristic σ² schedules of Fig. heuristic are settings of ``neural-sigma2-linucb``. Both kinds of
+name are accepted by :func:`make_policy` and the CLI's ``--policy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from deepbandits._validation import check_choice, check_unknown_keys
+from deepbandits.errors import InputTypeError, InputValueError
+from deepbandits.policies.params import (
+    DECISION_DEFAULTS,
+    DECISION_SPECS,
+    SEED_SPEC,
+    Spec,
+    check_param,
+    check_search_space,
+    render_spec,
+)
+from deepbandits.policies.policy import Policy
+from deepbandits.policies.space import Param
+
+if TYPE_CHECKING:
+    from deepbandits.envs.base import Environment
+
+_COMMON_SPECS = {"seed": SEED_SPEC, **DECISION_SPECS}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A registry name: its keywords (type, range, meaning, default), the values it fixes
+    (a variant's defining values) or forbids, the hyperparameters ``deepbandits tune``
+    searches, and the function that builds the policy from checked keywords.
+
+    Calling a recipe builds its policy: ``LinUCB(alpha=0.1)`` is
+    ``make_policy("linucb", alpha=0.1)``.
+    """
+
+    name: str
+    doc: str
+    specs: dict[str, Spec]
+    defaults: dict[str, Any]
+    factory: Callable[[dict[str, Any], dict[str, Any]], Policy]
+    search_space: dict[str, Param] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+    forbidden: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        specs = {**_COMMON_SPECS, **self.specs}
+        for key, value in self.forbidden.items():
+            spec = specs[key]
+            if spec.kind == "choice":
+                choices = tuple(c for c in spec.choices if c != value)
+                specs[key] = Spec(spec.kind, spec.doc, choices=choices, optional=spec.optional)
+        object.__setattr__(self, "specs", specs)
+        check_search_space(self.name, specs, self.search_space)
+
+    @property
+    def param_specs(self) -> dict[str, Spec]:
+        """The spec of every keyword (as a policy class declared them)."""
+        return self.specs
+
+    @property
+    def fixed_params(self) -> dict[str, Any]:
+        return self.fixed
+
+    def build(self, params: dict[str, Any]) -> Policy:
+        """The policy of these keywords (the rest take their defaults), checked."""
+        check_unknown_keys(params, self.specs, self.name)
+        for key, value in self.fixed.items():
+            given = params.get(key, value)
+            if isinstance(given, bool) != isinstance(value, bool) or given != value:
+                raise InputValueError(
+                    f"{self.name} fixes {key}={value!r}, but {params[key]!r} is given"
+                )
+        for key, value in self.forbidden.items():
+            if params.get(key) == value:
+                raise InputValueError(f"{self.name} does not allow {key}={value!r}")
+        p = {**DECISION_DEFAULTS, "seed": None, **self.defaults, **params, **self.fixed}
+        for key, spec in self.specs.items():
+            p[key] = check_param(key, spec, p[key])
+        options = {k: p[k] for k in _COMMON_SPECS}
+        policy = self.factory({k: v for k, v in p.items() if k not in _COMMON_SPECS}, options)
+        policy.recipe_ = self
+        policy._recipe_params = p
+        return policy
+
+    def __call__(self, **params: Any) -> Policy:
+        return self.build(params)
+
+    def __repr__(self) -> str:
+        return f"Recipe({self.name!r})"
+
+
+POLICIES: dict[str, Recipe] = {}
+
+#: Named settings of registered policies (Section 5.5 and Appendix B.3 of the paper).
+CONFIGURATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    # Fig. ablation_study: oracle σ² / Eq. 13 estimate / φᵀA⁻¹φ, trained by MSE (Eq. 6) or MLE
+    "oracle-mse": ("neural-sigma2-linucb", {"variance": "oracle", "loss": "mse"}),
+    "range-mse": ("neural-sigma2-linucb", {"variance": "range", "loss": "mse"}),
+    "range-mle": ("neural-sigma2-linucb", {"variance": "range", "loss": "mle"}),
+    "mle-var": ("neural-sigma2-linucb", {"variance": "mle-var", "loss": "mle"}),
+    # Fig. heuristic: σ²ₜ falling linearly from 1 (or 10) to 0 over the horizon
+    "heuristic-1": ("neural-sigma2-linucb", {"variance": "schedule", "schedule": "linear:1:0"}),
+    "heuristic-10": ("neural-sigma2-linucb", {"variance": "schedule", "schedule": "linear:10:0"}),
+}
+
+
+def register_policy(name: str, recipe: Recipe) -> None:
+    """Make a :class:`Recipe` available by ``name`` to :func:`make_policy`, the runner's policy
+    specs and the command line (README, "Adding a policy")."""
+    if not isinstance(name, str) or not name or name != name.strip().lower() or ":" in name:
+        raise InputValueError(
+            f"a policy name must be a non-empty lower-case string without ':', but {name!r} is "
+            "given"
+        )
+    if not isinstance(recipe, Recipe):
+        raise InputTypeError(f"recipe must be a Recipe, but {recipe!r} is given")
+    if name in POLICIES or name in CONFIGURATIONS:
+        raise InputValueError(f"policy name {name!r} is taken; choose another")
+    POLICIES[name] = recipe
+
+
+def policy_names(configurations: bool = True) -> list[str]:
+    """Names accepted by :func:`make_policy` and ``--policy``: registry names, then
+    (unless ``configurations=False``) the named configurations."""
+    return list(POLICIES) + (list(CONFIGURATIONS) if configurations else [])
+
+
+def recipe_of(name: str) -> tuple[Recipe, dict[str, Any]]:
+    """The recipe behind a registry name or configuration, and the configuration's settings."""
+    check_choice(name, "policy", policy_names())
+    base, settings = CONFIGURATIONS.get(name, (name, {}))
+    return POLICIES[base], dict(settings)
+
+
+def make_policy(name: str, *, env: Environment | None = None, **params: Any) -> Policy:
+    """Build a policy by name, e.g. ``make_policy("linucb", per_arm=True)`` or
+    ``make_policy("range-mle", seed=0)``; keywords override a configuration's settings.
+
+    With ``env``, the environment's recommended settings
+    (:attr:`~deepbandits.envs.Environment.policy_defaults`) fill the keywords that ``params``
+    leave out and the policy accepts. This is the one rule every entry point follows: the
+    command line, :func:`deepbandits.run` given a policy name, and this function with ``env``
+    build the same policy; a policy object is always used as it is.
+    """
+    recipe, settings = recipe_of(name)
+    policy = recipe.build({**settings, **params})
+    if env is not None:
+        accepted = policy.get_params()
+        extra = {k: v for k, v in env.policy_defaults.items() if k not in params and k in accepted}
+        if extra:
+            policy.set_params(**extra)
+    return policy
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    """What a policy name accepts, without building it: the spec of every keyword, the
+    hyperparameters ``deepbandits tune`` searches, the keywords the name fixes (a variant's
+    defining values, e.g. Neural-LinGreedy's ``alpha=0``) and a named configuration's settings
+    (defaults the user may override)."""
+
+    name: str
+    specs: dict[str, Spec]
+    search_space: dict[str, Param]
+    fixed: dict[str, Any]
+    settings: dict[str, Any]
+
+
+def policy_info(name: str) -> PolicyInfo:
+    """:class:`PolicyInfo` of a registry name or named configuration."""
+    recipe, settings = recipe_of(name)
+    return PolicyInfo(
+        name, dict(recipe.specs), dict(recipe.search_space), dict(recipe.fixed), settings
+    )
+
+
+def parameter_names(policy: str | Recipe) -> list[str]:
+    """Every keyword a policy name (or recipe) accepts."""
+    return list((policy if isinstance(policy, Recipe) else recipe_of(policy)[0]).specs)
+
+
+def parameter_table(name: str) -> list[tuple[str, str, str, str]]:
+    """``(parameter, default, type and range, meaning)`` for every parameter of policy ``name``
+    (a registry name or a configuration, whose settings are the defaults), from its specs; a
+    recipe's fixed parameters read ``fixed``. What ``deepbandits list --params NAME`` prints."""
+    recipe, _ = recipe_of(name)
+    policy = make_policy(name)
+    return [
+        (
+            key,
+            repr(default),
+            "fixed" if key in recipe.fixed else render_spec(recipe.specs[key]),
+            recipe.specs[key].doc,
+        )
+        for key, default in policy.get_params().items()
+    ]
+
+
+def distinct_policy_names() -> list[str]:
+    """:func:`policy_names` without configurations equal to an earlier name's defaults
+    (``range-mse`` is ``neural-sigma2-linucb`` as it comes): what ``--policy all`` runs."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+    names = []
+    for name in policy_names():
+        recipe, settings = recipe_of(name)
+        key = (recipe.name, make_policy(name).get_params())
+        if key not in seen:
+            seen.append(key)
+            names.append(name)
+    return names
