@@ -9,9 +9,16 @@ import numpy as np
 import pytest
 
 import deepbandits as db
-from deepbandits.policies import POLICIES, register_policy
-from deepbandits.policies.features import IdentityFeatures, NetworkFeatures
-from deepbandits.policies.heads import RidgeHead
+from deepbandits.policies import (
+    POLICIES,
+    IdentityFeatures,
+    NetworkFeatures,
+    RangeBound,
+    RidgeHead,
+    RidgeUCB,
+    register_policy,
+)
+from deepbandits.policies.policy import Policy
 
 README = Path(__file__).parents[1] / "README.md"
 
@@ -23,55 +30,115 @@ def readme_example(marker: str) -> str:
     return match.group(1)
 
 
-def test_the_readme_example_adds_a_policy_that_plays_saves_and_loads(tmp_path):
+def test_the_readme_example_composes_a_policy_that_plays_saves_and_loads(tmp_path):
+    code = readme_example("new-policy")
+    assert "class " not in code.replace("class SquaredFeatures(Part)", "")  # no policy subclass
+    assert not re.search(r"\._[a-z]", code)  # no private member
     namespace: dict = {}
     try:
-        exec(compile(readme_example("new-policy"), "README.md", "exec"), namespace)
+        exec(compile(code, "README.md", "exec"), namespace)
         result = namespace["result"]
-        assert len(result.records) == 500 and result.config["policy"]["class"] == "QuadraticUCB"
+        assert len(result.records) == 500
+        composed = namespace["policy"]
+        assert composed.head.lam == 1.0 and composed.t_ == 0  # set_params reached the part
         policy = db.make_policy("quadratic-ucb", seed=0)
+        assert type(policy) is RidgeUCB and policy.get_params()["alpha"] == 0.1
         X = np.random.default_rng(0).standard_normal((4, 3))
         d = policy.decide(X)
-        assert d.features.shape == (6,)
         np.testing.assert_allclose(d.features, np.concatenate([X[d.arm], X[d.arm] ** 2]))
         policy.learn(d, 1.0)
         policy.save(tmp_path / "q.pt")
         loaded = db.load_policy(tmp_path / "q.pt")
         np.testing.assert_array_equal(loaded.predict(X)[0], policy.predict(X)[0])
         with pytest.raises(db.InputValueError, match="taken"):
-            register_policy("quadratic-ucb", namespace["QuadraticUCB"])
+            register_policy("quadratic-ucb", POLICIES["linucb"])
     finally:
         POLICIES.pop("quadratic-ucb", None)
 
 
-def test_register_policy_refuses_bad_names_and_classes():
+def test_register_policy_refuses_bad_names_and_recipes():
     with pytest.raises(db.InputValueError, match="lower-case"):
         register_policy("My Policy", db.LinUCB)
-    with pytest.raises(db.InputTypeError, match="Policy subclass"):
+    with pytest.raises(db.InputTypeError, match="Recipe"):
         register_policy("thing", dict)  # type: ignore[arg-type]
     with pytest.raises(db.InputValueError, match="taken"):
         register_policy("linucb", db.LinUCB)
 
 
-def test_the_ridge_family_is_a_feature_map_and_a_head():
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_every_registry_name_has_at_most_two_classes_in_its_chain(name):
+    policy = db.make_policy(name)
+    chain = [c for c in type(policy).__mro__ if c.__module__.startswith("deepbandits")]
+    assert len(chain) <= 2 and chain[-1] is Policy, chain
+
+
+def test_the_ridge_family_is_a_composition_of_parts():
     linear = db.make_policy("linucb", per_arm=True)
     linear.decide(np.ones((3, 5)))
-    assert isinstance(linear.features_, IdentityFeatures) and isinstance(linear.head_, RidgeHead)
-    assert linear.head_.layout == "per_arm" and linear.ridge_.n_heads == 3
+    assert isinstance(linear.features, IdentityFeatures) and isinstance(linear.head, RidgeHead)
+    assert linear.head.kind_ == "per_arm" and linear.ridge_.n_heads == 3
     neural = db.make_policy("neural-sigma2-linucb", hidden=8, feature_dim=4)
     neural.decide(np.ones((3, 5)))
-    assert isinstance(neural.features_, NetworkFeatures) and neural.features_.dim == 4
-    assert neural.head_.layout == "shared" and neural.ridge_.dim == 4
+    assert isinstance(neural.features, NetworkFeatures) and neural.features.dim == 4
+    assert isinstance(neural.variance, RangeBound) and neural.ridge_.dim == 4
     blocks = db.make_policy("linucb")
     blocks.decide(db.block_encode(np.ones(5), 3))
-    assert blocks.head_.layout == "per_block" and blocks.ridge_.A.shape == (3, 5, 5)
+    assert blocks.head.kind_ == "per_block" and blocks.ridge_.A.shape == (3, 5, 5)
+
+
+def test_state_dict_is_the_union_of_the_parts_and_nested_params_reach_them():
+    policy = db.make_policy("neural-sigma2-linucb", hidden=8, feature_dim=4, seed=0)
+    policy.update(np.ones((3, 5)), 0, 0.5, reward_range=(0.0, 1.0))
+    state = policy.state_dict()["state"]
+    assert {"features", "head", "variance", "explore", "trainer"} <= set(state)
+    assert set(state["head"]) == set(policy.head.state_dict())
+    deep = policy.get_params(deep=True)
+    assert deep["head__lam"] == 1.0 and deep["explore__alpha"] == 0.02
+    policy.set_params(head__lam=2.0, explore__alpha=0.5)
+    assert policy.head.lam == 2.0 and policy.explore.alpha == 0.5 and policy.t_ == 0
+    with pytest.raises(db.InputValueError, match="lam must be > 0"):
+        policy.set_params(head__lam=-1.0)
+    assert policy.head.lam == 2.0  # a refused value changes nothing
+
+
+def test_a_new_variance_source_needs_no_subclass_of_a_policy():
+    class Constant:
+        """σ²ₜ = 4 for every round."""
+
+        needs = frozenset()
+        weighted = True
+        R = 1.0
+
+        def validate(self):
+            pass
+
+        def initialize(self, horizon):
+            pass
+
+        def raw(self, est):
+            return 4.0
+
+        def get_params(self):
+            return {}
+
+        def state_dict(self):
+            return {}
+
+        def load_state_dict(self, state):
+            pass
+
+    policy = RidgeUCB(variance=Constant(), seed=0)
+    info = policy.update(np.eye(3), 1, 1.0)
+    assert info.sigma2 == 4.0
+    np.testing.assert_allclose(policy.ridge_.A[0], np.eye(3) + np.diag([0, 0.25, 0]))
 
 
 def test_a_discounted_head_keeps_its_prior_and_shrinks_the_data():
-    head = RidgeHead(2, "shared", lam=2.0, refresh_every=500)
+    head = RidgeHead("shared", lam=2.0, discount=0.5, discount_every=1)
+    head.validate()
+    head.initialize(2)
     x = np.array([1.0, 2.0])
-    head.ridge.update(x, 3.0, 1.0, 0)
-    head.discount(0.5)
-    np.testing.assert_allclose(head.ridge.A[0], 2.0 * np.eye(2) + 0.5 * np.outer(x, x))
-    np.testing.assert_allclose(head.ridge.b[0], 0.5 * 3.0 * x)
-    np.testing.assert_allclose(head.ridge.A_inv[0], np.linalg.inv(head.ridge.A[0]))
+    head.learn(x[None], np.array([3.0]), np.array([1.0]), np.array([0]), t=0)
+    np.testing.assert_allclose(head.ridge_.A[0], 2.0 * np.eye(2) + 0.5 * np.outer(x, x))
+    np.testing.assert_allclose(head.ridge_.b[0], 0.5 * 3.0 * x)
+    np.testing.assert_allclose(head.ridge_.A_inv[0], np.linalg.inv(head.ridge_.A[0]))

@@ -15,7 +15,7 @@ from deepbandits.networks.gradients import (
 )
 from deepbandits.networks.mlp import MLP
 from deepbandits.policies.kernel_ucb import kernel_matrix, replace_inverse
-from deepbandits.policies.save import save_layer_search
+from deepbandits.policies.parts.layers import save_layer_search
 from test_policies import UniformRandom, regret_of
 
 

@@ -4,12 +4,11 @@ import math
 import numpy as np
 import pytest
 
-from deepbandits.formulas import (
+from deepbandits.formulas import theory_alpha, warmup_prior
+from deepbandits.policies.parts.variance import (
     floored_variance,
     range_variance_bound,
-    theory_alpha,
     variance_floor,
-    warmup_prior,
 )
 
 

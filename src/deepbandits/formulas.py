@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 
-
 def warmup_prior(lam: float, mean_weight: float, t: int, t0: int) -> float:
     """The ridge prior λₜ = λ·(f + (1 − f)·min(t, t₀)/t₀), f = min(1, mean weight), of the
     warm-up rounds t ≤ t₀.

@@ -29,15 +29,15 @@ if TYPE_CHECKING:
 Array = NDArray[np.float64]
 
 
-def _choose(
-    policy: Policy, ev: Evaluation, mask: NDArray[np.bool_] | None
-) -> tuple[int, float]:
+def _choose(policy: Policy, ev: Evaluation, mask: NDArray[np.bool_] | None) -> tuple[int, float]:
     """The arm played for one request and its probability."""
     ev.mask = mask
     index = policy._index(ev)
     epsilon = policy._params["epsilon"]
     try:
-        choice = choose_arms(index[None], None if mask is None else mask[None], epsilon, policy._rng)
+        choice = choose_arms(
+            index[None], None if mask is None else mask[None], epsilon, policy._rng
+        )
     except NumericalError:
         raise NumericalError(
             f"{type(policy).__name__} scored an arm NaN; its state is not finite (contexts or "
@@ -109,8 +109,7 @@ def decide_batch(
     mask_list = [None] * len(batch) if masks is None else list(masks)
     if len(mask_list) != len(batch):
         raise InputValueError(
-            f"masks must have one entry per request ({len(batch)}), but {len(mask_list)} "
-            "are given"
+            f"masks must have one entry per request ({len(batch)}), but {len(mask_list)} are given"
         )
     return _decide_requests(policy, batch, mask_list, many=True)
 

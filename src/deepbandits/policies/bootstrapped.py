@@ -12,7 +12,6 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from deepbandits.encoding import Contexts
 from deepbandits.networks.learner import (
@@ -21,11 +20,14 @@ from deepbandits.networks.learner import (
     check_network_params,
     seeded_generator,
 )
-from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context
-from deepbandits.policies.policy import Observed, Policy
 from deepbandits.policies.choice import greedy_propensities
+from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context
 from deepbandits.policies.params import NETWORK_SPECS, Spec
+from deepbandits.policies.policy import Observed, Policy
 from deepbandits.policies.space import HIDDEN, LR, TRAIN_STEPS, Param
+
+
+Array = NDArray[np.float64]
 
 
 class BootstrappedNN(Policy):

@@ -199,8 +199,7 @@ def load_state_dict(policy: Policy, state: dict[str, Any]) -> None:
         raise
     except Exception as exc:
         raise CheckpointError(
-            f"the saved state of this {here} is damaged or incomplete: "
-            f"{type(exc).__name__}: {exc}"
+            f"the saved state of this {here} is damaged or incomplete: {type(exc).__name__}: {exc}"
         ) from None
 
 

@@ -25,9 +25,15 @@ from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
 from deepbandits.errors import InputValueError
-from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context, context_rows
-from deepbandits.policies.policy import Observed, Policy
+from deepbandits.policies.evaluation import (
+    Evaluation,
+    Learned,
+    Observation,
+    arm_context,
+    context_rows,
+)
 from deepbandits.policies.params import ALPHA_SPEC, LAM_SPEC, REFRESH_EVERY_SPEC, Spec
+from deepbandits.policies.policy import Observed, Policy
 from deepbandits.policies.space import ALPHA, Param, log_float
 
 Array = NDArray[np.float64]

@@ -74,7 +74,5 @@ def _ridge_state(old: dict[str, Any], params: dict[str, Any], save: bool) -> dic
         state["torch_gen"] = old["torch_gen"]
     else:
         state["features"] = {"blockwise": by_block}
-    state["explore"] = (
-        {"layers": old["layers"], "sq_rewards": old["sq_rewards"]} if save else {}
-    )
+    state["explore"] = {"layers": old["layers"], "sq_rewards": old["sq_rewards"]} if save else {}
     return state

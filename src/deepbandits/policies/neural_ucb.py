@@ -15,7 +15,6 @@ for all arms without forming g (:func:`~deepbandits.networks.gradients.diagonal_
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, ClassVar
 
@@ -39,9 +38,13 @@ from deepbandits.networks.learner import (
     seeded_generator,
 )
 from deepbandits.networks.mlp import add_outer_, as_input
-from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context, context_rows
-from deepbandits.policies.policy import Observed, Policy
-from deepbandits.policies.parts.explore import UCB, Situation, Thompson, thompson_scale
+from deepbandits.policies.evaluation import (
+    Evaluation,
+    Learned,
+    Observation,
+    arm_context,
+    context_rows,
+)
 from deepbandits.policies.params import (
     ALPHA_SPEC,
     LAM_SPEC,
@@ -49,6 +52,8 @@ from deepbandits.policies.params import (
     REFRESH_EVERY_SPEC,
     Spec,
 )
+from deepbandits.policies.parts.explore import UCB, Situation, Thompson, thompson_scale
+from deepbandits.policies.policy import Observed, Policy
 from deepbandits.policies.space import ALPHA, HIDDEN, LAM, LR, TRAIN_STEPS, Param
 
 Array = NDArray[np.float64]

@@ -139,7 +139,12 @@ def ridge_family(p: dict[str, Any], options: dict[str, Any]) -> RidgeUCB:
     )
     if "threshold" in p:  # SAVE: the head on φ only provides θ for training
         explore: Any = LayeredSearch(
-            p["threshold"], p["beta_scale"], p["R"], p["M"], p["delta"], p["horizon"],
+            p["threshold"],
+            p["beta_scale"],
+            p["R"],
+            p["M"],
+            p["delta"],
+            p["horizon"],
             p["refresh_every"],
         )
     elif p["alpha"] == 0.0:
@@ -194,7 +199,10 @@ def builtin_recipes() -> dict[str, Any]:
     neural = {"specs": NEURAL_SPECS, "defaults": NEURAL_DEFAULTS}
     return {
         "linucb": _ridge_recipe(
-            "linucb", "LinUCB (OFUL), Eq. 4–5 on the raw context", RIDGE_SPECS, RIDGE_DEFAULTS,
+            "linucb",
+            "LinUCB (OFUL), Eq. 4–5 on the raw context",
+            RIDGE_SPECS,
+            RIDGE_DEFAULTS,
             search_space=RIDGE_SEARCH,
         ),
         "sigma2-linucb": _ridge_recipe(
@@ -206,20 +214,30 @@ def builtin_recipes() -> dict[str, Any]:
             forbidden={"variance": "none"},
         ),
         "neural-ucb": _class_recipe(
-            "neural-ucb", NeuralGradientBandit, "NeuralUCB (Zhou et al. 2020)",
+            "neural-ucb",
+            NeuralGradientBandit,
+            "NeuralUCB (Zhou et al. 2020)",
             fixed={"exploration": "ucb"},
         ),
         "neural-ts": _class_recipe(
-            "neural-ts", NeuralGradientBandit, "NeuralTS (Zhang et al. 2021)",
+            "neural-ts",
+            NeuralGradientBandit,
+            "NeuralTS (Zhang et al. 2021)",
             fixed={"exploration": "ts"},
         ),
         "neural-lingreedy": _ridge_recipe(
-            "neural-lingreedy", "Neural-LinGreedy (Xu et al. 2022): greedy on θᵀφ(x; w)",
-            **neural, search_space=NEURAL_SEARCH, fixed={"alpha": 0.0, "variance": "none"},
+            "neural-lingreedy",
+            "Neural-LinGreedy (Xu et al. 2022): greedy on θᵀφ(x; w)",
+            **neural,
+            search_space=NEURAL_SEARCH,
+            fixed={"alpha": 0.0, "variance": "none"},
         ),
         "neural-linucb": _ridge_recipe(
-            "neural-linucb", "Neural-LinUCB (Xu et al. 2022): UCB on φ(x; w), Eq. 5",
-            **neural, search_space=NEURAL_SEARCH, fixed={"variance": "none"},
+            "neural-linucb",
+            "Neural-LinUCB (Xu et al. 2022): UCB on φ(x; w), Eq. 5",
+            **neural,
+            search_space=NEURAL_SEARCH,
+            fixed={"variance": "none"},
         ),
         "neural-sigma2-linucb": _ridge_recipe(
             "neural-sigma2-linucb",

@@ -212,7 +212,7 @@ def distinct_policy_names() -> list[str]:
     seen: list[tuple[str, dict[str, Any]]] = []
     names = []
     for name in policy_names():
-        recipe, settings = recipe_of(name)
+        recipe, _ = recipe_of(name)
         key = (recipe.name, make_policy(name).get_params())
         if key not in seen:
             seen.append(key)

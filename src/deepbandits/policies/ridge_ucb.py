@@ -32,7 +32,7 @@ from deepbandits.networks.learner import seeded_generator
 from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context
 from deepbandits.policies.params import HORIZON_SPEC, REWARD_RANGE_SPEC, Spec
 from deepbandits.policies.parts.explore import UCB, Situation
-from deepbandits.policies.parts.features import IdentityFeatures, stack_contexts
+from deepbandits.policies.parts.features import IdentityFeatures, NetworkFeatures, stack_contexts
 from deepbandits.policies.parts.heads import RidgeHead
 from deepbandits.policies.parts.trainer import check_refit
 from deepbandits.policies.parts.variance import (
@@ -124,6 +124,20 @@ class RidgeUCB(Policy):
         return self.parts.get("trainer")
 
     @property
+    def ridge_(self) -> Any:
+        """The head's ridge statistics (None before a per-arm head's first round)."""
+        return self.head.ridge_
+
+    @property
+    def network_(self) -> Any:
+        """The feature network φ(·; w) (None for the identity)."""
+        return getattr(self.features, "network_", None)
+
+    @property
+    def n_trainings_(self) -> int:
+        return self.trainer.n_trainings_ if self.trainer is not None else 0
+
+    @property
     def _vectorised(self) -> bool:  # type: ignore[override]
         return not self.explore.samples and not getattr(self.explore, "sequential", False)
 
@@ -132,9 +146,9 @@ class RidgeUCB(Policy):
         return bool(self.explore.samples)
 
     def _check_parts(self) -> None:
-        if self.trainer is not None and self.features.raw:
+        if self.trainer is not None and not hasattr(self.features, "network_"):
             raise InputValueError("a trainer needs a network feature map (NetworkFeatures)")
-        if self.trainer is None and not self.features.raw:
+        if self.trainer is None and isinstance(self.features, NetworkFeatures):
             raise InputValueError("NetworkFeatures need a trainer (trainer=Trainer())")
         check_refit(self.trainer, self.head)
 
@@ -300,13 +314,17 @@ class RidgeUCB(Policy):
         weights = [1.0 / u[0] for u in used]
         if hasattr(self.explore, "learn"):
             self.explore.learn(observations[0], rewards[0])
-        self.head.learn(phis, np.asarray(rewards, dtype=np.float64), np.array(weights), heads, self.t_)
+        self.head.learn(
+            phis, np.asarray(rewards, dtype=np.float64), np.array(weights), heads, self.t_
+        )
         self.last_sigma2_bar_ = used[-1][0]
         seconds = 0.0
         if self.trainer is not None:
             start = time.perf_counter()
             rounds = ([o.context for o in observations], rewards, weights, list(heads))
-            if self.trainer.after_updates(self.head, self.features, rounds, self.t_, self.torch_gen_):
+            if self.trainer.after_updates(
+                self.head, self.features, rounds, self.t_, self.torch_gen_
+            ):
                 seconds = time.perf_counter() - start
         if count:
             self.t_ += len(observations)

@@ -48,7 +48,9 @@ class RidgeHead(Part):
     """
 
     specs: ClassVar[dict[str, Spec]] = {
-        "layout": Spec("choice", "one θ for all arms, or one per arm", choices=("shared", "per_arm")),
+        "layout": Spec(
+            "choice", "one θ for all arms, or one per arm", choices=("shared", "per_arm")
+        ),
         "lam": LAM_SPEC,
         "refresh_every": REFRESH_EVERY_SPEC,
         **DISCOUNT_SPECS,

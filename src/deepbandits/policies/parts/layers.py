@@ -176,7 +176,9 @@ class LayeredSearch(_Deterministic):
         radii = save_radius(self.levels_, var_hat, t + 1, len(lam), self.R, self.M, self.delta)
         return self.beta_scale * radii
 
-    def _search(self, phi: Array, t: int) -> tuple[int | None, NDArray[np.int64], Array, Array, Array]:
+    def _search(
+        self, phi: Array, t: int
+    ) -> tuple[int | None, NDArray[np.int64], Array, Array, Array]:
         L, K = len(self.levels_), len(phi)
         heads = np.repeat(np.arange(L), K)
         mean, width = self.layers_.score(np.tile(phi, (L, 1)), heads)
