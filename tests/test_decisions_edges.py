@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import deepbandits as db
 from deepbandits.encoding import BlockContexts, block_encode
 from deepbandits.errors import DecisionError, DeepBanditsError, InputValueError, NumericalError
-from deepbandits.policies.decision import greedy_propensities
+from deepbandits.policies.choice import greedy_propensities
 from test_robustness import same
 
 K, D = 3, 4

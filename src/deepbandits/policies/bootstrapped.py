@@ -12,6 +12,7 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from deepbandits.encoding import Contexts
 from deepbandits.networks.learner import (
@@ -25,7 +26,6 @@ from deepbandits.policies.evaluation import Evaluation, Learned, Observation, ar
 from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.policy import Observed, Policy
 from deepbandits.policies.space import HIDDEN, LR, TRAIN_STEPS, Param
-
 
 Array = NDArray[np.float64]
 
