@@ -46,3 +46,41 @@ POLICY_CASES = [
     ("kernel-ucb", {"max_history": 60}),
     ("bootstrapped-nn", {**SMALL_REWARD_NET, "n_models": 3}),
 ]
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "cuda: runs policies on a CUDA device (skipped where torch.cuda.is_available() is False)",
+    )
+
+
+#: Floats recorded in ``tests/data`` on another machine are compared at this relative tolerance.
+#: The recording and the comparison may run different OpenBLAS kernels (OpenBLAS picks one per
+#: CPU: Haswell, SkylakeX, ...; ``OPENBLAS_CORETYPE`` forces one), which sum in other orders: the
+#: recorded trajectories and checkpoints then differ by up to 6e-11 relative (KernelUCB with the
+#: linear kernel, whose Gram matrix is ill-conditioned; measured with the Haswell, SkylakeX,
+#: Sandybridge, Nehalem and Katmai kernels), everything else by less than 1e-12. 1e-9 leaves a
+#: margin of 15x over the worst case and still catches any change of an algorithm.
+RECORDED_RTOL = 1e-9
+#: Where a recorded value is ~0 (|value| < RECORDED_ATOL / RECORDED_RTOL = 1e-2) the tolerance is
+#: absolute: such values are sums of O(1) terms that cancel (a predicted mean near 0, a σ² estimate
+#: near the edge of the reward range), so their rounding error is that of the O(1) terms, not a
+#: fraction of the value. The largest absolute difference measured is 4e-12 (on values of order 1,
+#: 6e-16 on values below 1e-3); 1e-11 bounds it and is far below any difference a policy can make.
+RECORDED_ATOL = 1e-11
+
+
+def assert_matches_recording(got, recorded, what: str) -> None:
+    """``got`` against an array recorded on another machine: integers, booleans and strings (arms,
+    counts) exactly; floats at :data:`RECORDED_RTOL` / :data:`RECORDED_ATOL`, NaN where NaN."""
+    got, recorded = np.asarray(got), np.asarray(recorded)
+    assert got.shape == recorded.shape, f"{what}: shape {got.shape} != recorded {recorded.shape}"
+    if recorded.dtype.kind in "fc":
+        assert got.dtype.kind in "fc", f"{what}: {got.dtype}, recorded {recorded.dtype}"
+        np.testing.assert_allclose(
+            got, recorded, rtol=RECORDED_RTOL, atol=RECORDED_ATOL, equal_nan=True, err_msg=what
+        )
+    else:
+        assert got.dtype.kind == recorded.dtype.kind, f"{what}: {got.dtype} vs {recorded.dtype}"
+        np.testing.assert_array_equal(got, recorded, err_msg=what)

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import deepbandits as db
-from conftest import POLICY_CASES, play
+from conftest import POLICY_CASES, assert_matches_recording, play
 
 K, D = 3, 4
 
@@ -434,8 +434,9 @@ def test_checkpoints_of_the_previous_release_load_and_continue_identically(name)
         env.next_round()
     np.testing.assert_array_equal(play(policy, env, 30), expected["arms"])
     mean, width = policy.predict(expected["contexts"])
-    np.testing.assert_array_equal(mean, expected["mean"])
-    np.testing.assert_array_equal(width, expected["width"])
+    # recorded on another machine: floats at the tolerance of another BLAS kernel (conftest)
+    assert_matches_recording(mean, expected["mean"], "mean")
+    assert_matches_recording(width, expected["width"], "width")
     # the same state loads into a policy built with the same settings
     if name != "linucb":
         small = {"train_start": 10, "train_every": 10, "warmup_every": 10}
