@@ -258,7 +258,8 @@ def determinism_arrays(name: str) -> dict[str, np.ndarray]:
         info = policy.learn(
             decision, env.reward(decision.arm), sigma2=rnd.sigma2, reward_range=rnd.reward_range
         )
-        for key, value in {**info, "mean": mean, "width": width}.items():
+        learned = {"sigma2": info.sigma2, "sigma2_hat": info.sigma2_hat}
+        for key, value in {**learned, "mean": mean, "width": width}.items():
             rows.setdefault(key, []).append(value)
         rows["arm"].append(decision.arm)
         rows["propensity"].append(decision.propensity)
