@@ -14,8 +14,8 @@ from deepbandits.cli.errors import CommandLineError, describe
 from deepbandits.envs import env_names
 from deepbandits.errors import InputValueError
 from deepbandits.experiments.executors import BACKENDS, Executor, make_executor
-from deepbandits.experiments.runner import FORMATS
 from deepbandits.experiments.specs import parse_seeds
+from deepbandits.experiments.storage import FORMATS
 
 SPEC_HELP = (
     "registry name with optional parameters, NAME[:key=value,key=value], the keywords of "
