@@ -62,19 +62,18 @@ def tune_command(args: argparse.Namespace) -> int:
     n_trials = 20 if args.trials is None and timeout is None else args.trials
     out = args.out or Path("results") / "tune" / label_of(args.env) / label_of(args.policy)
     check_writable(out)
+    # the options named as tune's keywords go to it as they are
+    as_given = {
+        k: getattr(args, k) for k in ("T", "tuning_seeds", "eval_seeds", "search", "seed", "jobs")
+    }
     result = tune(
         args.policy,
         args.env,
-        T=args.T,
-        tuning_seeds=args.tuning_seeds,
-        eval_seeds=args.eval_seeds,
         out=out,
         n_trials=n_trials,
         timeout=timeout,
-        search=args.search,
-        seed=args.seed,
-        jobs=args.jobs,
         progress=not args.no_progress,
+        **as_given,
     )
     print(format_table(result.summary))
     tuning_seeds, eval_seeds = format_seeds(args.tuning_seeds), format_seeds(args.eval_seeds)

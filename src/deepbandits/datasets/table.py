@@ -152,6 +152,14 @@ def _listing(names: list[str], limit: int = 50) -> str:
     return shown + (f", ... ({len(names)} columns)" if len(names) > limit else "")
 
 
+def _check_known(names: list[str], among: list[str], what: str, where: str, listed: str) -> None:
+    """Raise :class:`TableError` when some of ``names`` are not in ``among``, as "WHAT
+    <those names> WHERE; LISTED: <among>"."""
+    unknown = [c for c in names if c not in among]
+    if unknown:
+        raise TableError(f"{what} {_listing(unknown)} {where}; {listed}: {_listing(among)}")
+
+
 def _first_missing(df: pd.DataFrame, columns: list[str], path: Path) -> None:
     for column in columns:
         missing = df[column].isna().to_numpy()
@@ -245,22 +253,13 @@ def read_table(
     if chosen is None:
         chosen = [c for c in available if c != label]
     else:
-        unknown = [c for c in chosen if c not in available]
-        if unknown:
-            raise TableError(
-                f"feature column(s) {_listing(unknown)} not in {str(path)!r}; its columns: "
-                f"{_listing(available)}"
-            )
+        _check_known(chosen, available, "feature column(s)", f"not in {str(path)!r}", "its columns")
         if label in chosen:
             raise TableError(f"the label column {label!r} cannot also be a feature")
     if not chosen:
         raise TableError(f"{str(path)!r} has no feature columns besides the label {label!r}")
-    unknown = [c for c in one_hot if c not in chosen]
-    if unknown:
-        raise TableError(
-            f"categorical column(s) {_listing(unknown)} are not feature columns of "
-            f"{str(path)!r}; feature columns: {_listing(chosen)}"
-        )
+    where = f"are not feature columns of {str(path)!r}"
+    _check_known(one_hot, chosen, "categorical column(s)", where, "feature columns")
     non_numeric = [
         c for c in chosen if c not in one_hot and not pd.api.types.is_numeric_dtype(df[c].dtype)
     ]

@@ -25,18 +25,17 @@ from deepbandits._validation import check_int, check_seed
 from deepbandits._version import __version__
 from deepbandits.envs.base import Environment, Holdout
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.experiments.storage import (
-    FORMATS,
-    RunResult,
-    UnfinishedRunError,
-    load_finished,
-    run_files,
-    saved_format,
-    table_path,
-)
+
+# ``NAME as NAME``: the names of a stored run stay importable from here, where they were defined
+from deepbandits.experiments.storage import FORMATS as FORMATS
+from deepbandits.experiments.storage import RunResult
+from deepbandits.experiments.storage import UnfinishedRunError as UnfinishedRunError
+from deepbandits.experiments.storage import load_finished as load_finished
+from deepbandits.experiments.storage import run_files as run_files
+from deepbandits.experiments.storage import saved_format as saved_format
+from deepbandits.experiments.storage import table_path as table_path
 from deepbandits.policies.base import Policy
 
-# The names of a stored run, defined in experiments.storage, stay importable from here.
 __all__ = [
     "COLUMNS",
     "FORMATS",
