@@ -80,21 +80,21 @@ from deepbandits.experiments.matched import MatchedProtocol
 from deepbandits.experiments.specs import parse_seeds, parse_spec
 from deepbandits.experiments.tune import with_params
 from deepbandits.policies import distinct_policy_names, make_policy
-from deepbandits.report.paper import CHECKS as CLAIM_CHECKS
-from deepbandits.report.tables import METRICS as SUMMARY_METRICS
-from deepbandits.report.tables import RUN_METRICS
+from deepbandits.experiments.report.paper import CHECKS as CLAIM_CHECKS
+from deepbandits.experiments.report.tables import METRICS as SUMMARY_METRICS
+from deepbandits.experiments.report.tables import RUN_METRICS
 
 #: Folder of the shipped configs (package data).
 CONFIG_DIR = Path(__file__).with_name("configs")
 #: Kinds of experiment, and the table each one needs.
 SECTIONS: dict[str, str] = {"sweep": "run", "latency": "latency", "matched": "matched"}
-#: Checks a claim can make (:data:`deepbandits.report.paper.CHECKS`).
+#: Checks a claim can make (:data:`deepbandits.experiments.report.paper.CHECKS`).
 CHECKS = tuple(CLAIM_CHECKS)
 #: Metrics a claim may name: the columns of the report's per-run table
-#: (:data:`deepbandits.report.tables.RUN_METRICS`).
+#: (:data:`deepbandits.experiments.report.tables.RUN_METRICS`).
 METRICS = RUN_METRICS
 #: Metrics the paper's numbers may name: those of the report's summary over seeds
-#: (:data:`deepbandits.report.tables.METRICS`), beside which they are printed.
+#: (:data:`deepbandits.experiments.report.tables.METRICS`), beside which they are printed.
 PAPER_METRICS = tuple(key for key, _ in SUMMARY_METRICS)
 #: Policy specification meaning every distinct registered policy
 #: (:func:`~deepbandits.policies.distinct_policy_names`).
