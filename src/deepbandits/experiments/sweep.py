@@ -39,14 +39,8 @@ from tqdm.auto import tqdm
 from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice
 from deepbandits.errors import DeepBanditsError, InputTypeError, InputValueError
-from deepbandits.experiments.executors import (
-    Executor,
-    Failure,
-    Job,
-    LocalExecutor,
-    hash_identity,
-    identity_of,
-)
+from deepbandits.experiments.executors import Executor, Failure, LocalExecutor
+from deepbandits.experiments.jobs import Job, hash_identity, identity_of
 from deepbandits.experiments.storage import (
     FORMATS,
     RunResult,

@@ -28,7 +28,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._io import write_atomic
 from deepbandits.errors import DataNotFoundError
-from deepbandits.metrics import DEFAULT_LEVELS
 from deepbandits.experiments.report.figures import ReportFigure, comparison_figures, write_manifest
 from deepbandits.experiments.report.load import (
     REFERENCE_FILE,
@@ -38,7 +37,15 @@ from deepbandits.experiments.report.load import (
     load_comparison,
 )
 from deepbandits.experiments.report.paper import CLAIMS_FILE, evaluate_claims, paper_blocks
-from deepbandits.experiments.report.render import Block, fmt, interval, pm, slug, to_html, to_markdown
+from deepbandits.experiments.report.render import (
+    Block,
+    fmt,
+    interval,
+    pm,
+    slug,
+    to_html,
+    to_markdown,
+)
 from deepbandits.experiments.report.tables import (
     METRICS,
     holdout_cal2_table,
@@ -47,6 +54,7 @@ from deepbandits.experiments.report.tables import (
     run_table,
     summary_table,
 )
+from deepbandits.metrics import DEFAULT_LEVELS
 
 
 def summary_block(summary: pd.DataFrame) -> Block:

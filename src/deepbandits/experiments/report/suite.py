@@ -28,7 +28,12 @@ import pandas as pd
 from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.experiments.report.build import build_report, comparison_name, figure_blocks, summary_block
+from deepbandits.experiments.report.build import (
+    build_report,
+    comparison_name,
+    figure_blocks,
+    summary_block,
+)
 from deepbandits.experiments.report.figures import MANIFEST, ReportFigure, read_manifest
 from deepbandits.experiments.report.load import find_comparisons, load_reference
 from deepbandits.experiments.report.paper import holding, paper_blocks, read_claims
