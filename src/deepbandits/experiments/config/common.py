@@ -16,6 +16,7 @@ from deepbandits.experiments.config.fields import (
     Text,
     TextList,
 )
+from deepbandits.experiments.config.model import ExperimentConfig, jsonable
 
 #: Kinds of experiment, and the table each one needs.
 SECTIONS: dict[str, str] = {"sweep": "run", "latency": "latency", "matched": "matched"}
@@ -83,6 +84,43 @@ class ConfigFile(Table):
             "full_cpu_s": None if self.cost is None else self.cost.full_cpu_s,
             "cost_note": "" if self.cost is None else self.cost.note,
         }
+
+
+class OptionsFile(ConfigFile):
+    """A kind whose table (``[latency]``, ``[matched]``: named as the kind) holds the options
+    of one function, and whose ``[quick.<kind>]`` replaces some of them."""
+
+    def options(self, quick: bool) -> dict[str, Any]:
+        """The options of the kind's table, with ``[quick.<kind>]``'s replaced when
+        ``quick``."""
+        options = jsonable(getattr(self, self.KIND).model_dump())
+        replaced = getattr(self.quick, self.KIND)
+        if quick and replaced is not None:
+            options.update(jsonable(replaced.model_dump(exclude_none=True)))
+        return options
+
+    def to_config(self, path: Path) -> ExperimentConfig:
+        """The :class:`~deepbandits.experiments.config.model.ExperimentConfig` of the file."""
+        replaced = getattr(self.quick, self.KIND)
+        options = self.options(False)
+        quick = (
+            {}
+            if replaced is None
+            else {self.KIND: jsonable(replaced.model_dump(exclude_unset=True))}
+        )
+        return ExperimentConfig(
+            **self.common(path),
+            envs=(),
+            policies=tuple(options["policies"]),
+            T=None,
+            seeds=(),
+            checkpoints=(),
+            holdout_size=500,
+            options=options,
+            quick=quick,
+            paper=None,
+            claims=(),
+        )
 
 
 def partial(table: type[Table], name: str) -> type[Table]:

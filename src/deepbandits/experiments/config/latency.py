@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import model_validator
 
-from deepbandits.experiments.config.common import ConfigFile, partial
+from deepbandits.experiments.config.common import OptionsFile, partial
 from deepbandits.experiments.config.errors import bad
 from deepbandits.experiments.config.fields import (
     Count,
@@ -20,7 +19,6 @@ from deepbandits.experiments.config.fields import (
     mapping,
     pair,
 )
-from deepbandits.experiments.config.model import ExperimentConfig
 from deepbandits.experiments.specs import parse_spec
 
 #: Minibatch steps per update, each measured.
@@ -52,21 +50,13 @@ class QuickLatency(Table):
     latency: QuickLatencyTable | None = None  # type: ignore[valid-type]
 
 
-class LatencyFile(ConfigFile):
+class LatencyFile(OptionsFile):
     """A config file of kind ``"latency"``."""
 
     KIND: ClassVar[str] = "latency"
 
     latency: LatencyTable
     quick: QuickLatency = QuickLatency()
-
-    def options(self, quick: bool) -> dict[str, Any]:
-        """The options of ``[latency]``, with ``[quick.latency]``'s replaced when ``quick``."""
-        options = self.latency.model_dump()
-        options["steps"] = list(options["steps"])
-        if quick and self.quick.latency is not None:
-            options.update(self.quick.latency.model_dump(exclude_none=True))
-        return options
 
     @model_validator(mode="after")
     def _paper_names_policies(self) -> LatencyFile:
@@ -78,24 +68,3 @@ class LatencyFile(ConfigFile):
                     expected = f"a policy of {where}.policies ({', '.join(options['policies'])})"
                     bad(expected, at=f"{where}.paper.{name}", shown=repr(name))
         return self
-
-    def to_config(self, path: Path) -> ExperimentConfig:
-        quick = (
-            {}
-            if self.quick.latency is None
-            else {"latency": self.quick.latency.model_dump(exclude_none=True)}
-        )
-        options = self.options(False)
-        return ExperimentConfig(
-            **self.common(path),
-            envs=(),
-            policies=tuple(options["policies"]),
-            T=None,
-            seeds=(),
-            checkpoints=(),
-            holdout_size=500,
-            options=options,
-            quick=quick,
-            paper=None,
-            claims=(),
-        )

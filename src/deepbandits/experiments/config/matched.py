@@ -5,12 +5,11 @@ protocol's settings are written once."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import model_validator
 
-from deepbandits.experiments.config.common import ConfigFile, partial
+from deepbandits.experiments.config.common import OptionsFile, partial
 from deepbandits.experiments.config.errors import bad
 from deepbandits.experiments.config.fields import (
     AnyTable,
@@ -26,7 +25,7 @@ from deepbandits.experiments.config.fields import (
     key,
     mapping,
 )
-from deepbandits.experiments.config.model import ExperimentConfig, jsonable, protocol_of
+from deepbandits.experiments.config.model import jsonable, protocol_of
 from deepbandits.experiments.matched import MatchedProtocol
 
 #: The protocol's defaults, as a config file would write them.
@@ -61,20 +60,13 @@ class QuickMatched(Table):
     matched: QuickMatchedTable | None = None  # type: ignore[valid-type]
 
 
-class MatchedFile(ConfigFile):
+class MatchedFile(OptionsFile):
     """A config file of kind ``"matched"``."""
 
     KIND: ClassVar[str] = "matched"
 
     matched: MatchedTable
     quick: QuickMatched = QuickMatched()
-
-    def options(self, quick: bool) -> dict[str, Any]:
-        """The protocol's settings, with ``[quick.matched]``'s replaced when ``quick``."""
-        options = jsonable(self.matched.model_dump())
-        if quick and self.quick.matched is not None:
-            options.update(jsonable(self.quick.matched.model_dump(exclude_none=True)))
-        return options
 
     @model_validator(mode="after")
     def _protocol_checks(self) -> MatchedFile:
@@ -85,22 +77,3 @@ class MatchedFile(ConfigFile):
                 expected = "settings MatchedProtocol.check() accepts"
                 bad(expected, at=where, shown="settings it refuses", detail=str(e))
         return self
-
-    def to_config(self, path: Path) -> ExperimentConfig:
-        quick = self.quick.matched
-        options = self.options(False)
-        return ExperimentConfig(
-            **self.common(path),
-            envs=(),
-            policies=tuple(options["policies"]),
-            T=None,
-            seeds=(),
-            checkpoints=(),
-            holdout_size=500,
-            options=options,
-            quick={}
-            if quick is None
-            else {"matched": jsonable(quick.model_dump(exclude_none=True))},
-            paper=None,
-            claims=(),
-        )
