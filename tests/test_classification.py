@@ -11,7 +11,7 @@ from deepbandits.cli import main
 from deepbandits.datasets import catalog
 from deepbandits.encoding import BlockContexts
 from deepbandits.envs import DATASET_PREPROCESS, ClassificationEnv
-from deepbandits.envs import classification as classification_module
+from deepbandits.envs import preprocessing as preprocessing_module
 from deepbandits.experiments.compare import build_policy
 from deepbandits.metrics import unplayed_arms, window_accuracy
 
@@ -264,7 +264,7 @@ def test_constant_columns_never_divide_by_zero():
 
 def test_statistics_are_accumulated_in_chunks_of_rows(monkeypatch):
     """Integer X (as covertype's int16) is scanned a few rows at a time, in float64."""
-    monkeypatch.setattr(classification_module, "_CHUNK_VALUES", 7)  # 2 rows of 3 per chunk
+    monkeypatch.setattr(preprocessing_module, "_CHUNK_VALUES", 7)  # 2 rows of 3 per chunk
     rng = np.random.default_rng(2)
     X = rng.integers(-32768, 32767, size=(101, 3)).astype(np.int16)
     X[:, 2] = -32768  # a constant column at the int16 extreme

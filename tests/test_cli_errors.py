@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 import deepbandits.cli as cli
+from deepbandits.cli import experiments as experiment_commands
 from deepbandits.cli import main
+from deepbandits.cli import runs as run_commands
 from deepbandits.envs import env_names
 from deepbandits.errors import InputValueError
 from deepbandits.policies import policy_names
@@ -108,8 +110,10 @@ def nothing_runs(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a computation started")
 
-    for name in ("compare", "tune", "run_experiment", "reproduce_all", "build_report"):
-        monkeypatch.setattr(cli, name, refuse)
+    for name in ("compare", "tune", "build_report"):
+        monkeypatch.setattr(run_commands, name, refuse)
+    for name in ("run_experiment", "reproduce_all"):
+        monkeypatch.setattr(experiment_commands, name, refuse)
 
 
 @pytest.mark.parametrize(("argv", "message"), CASES)
@@ -187,20 +191,22 @@ def test_library_and_os_errors_are_one_paragraph(tmp_path, capsys, monkeypatch):
         chained = InputValueError("alpha must be >= 0,\n\nbut -1 is given")
         chained.__cause__ = inner
     out = ["--out", str(tmp_path)]
-    monkeypatch.setattr(cli, "compare", _raise(chained))
+    monkeypatch.setattr(run_commands, "compare", _raise(chained))
     assert main([*RUN, *out]) == 2
     err = capsys.readouterr().err
     assert err == "deepbandits: error: alpha must be >= 0, but -1 is given\n"
-    monkeypatch.setattr(cli, "compare", _raise(PermissionError(13, "Permission denied", "/x")))
+    monkeypatch.setattr(
+        run_commands, "compare", _raise(PermissionError(13, "Permission denied", "/x"))
+    )
     assert main([*RUN, *out]) == 2
     assert capsys.readouterr().err == "deepbandits: error: Permission denied: /x\n"
-    monkeypatch.setattr(cli, "compare", _raise(KeyboardInterrupt()))
+    monkeypatch.setattr(run_commands, "compare", _raise(KeyboardInterrupt()))
     assert main([*RUN, *out]) == 130
     assert capsys.readouterr().err == "deepbandits: interrupted\n"
 
 
 def test_internal_error_saves_its_traceback(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "compare", _raise(RuntimeError("boom")))
+    monkeypatch.setattr(run_commands, "compare", _raise(RuntimeError("boom")))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     argv = [*RUN, "--out", str(tmp_path / "out")]
     assert main(argv) == 1

@@ -20,6 +20,7 @@ from deepbandits.datasets import (
     load_dataset,
 )
 from deepbandits.datasets.formats import read_cifar_batch, read_idx
+from deepbandits.datasets.sources import extract_cifar
 
 
 @pytest.fixture(autouse=True)
@@ -357,9 +358,7 @@ def test_cifar_archive_extracts_only_the_known_batch_files(tmp_path, monkeypatch
         evil.size = len(payload)
         tar.addfile(evil, io.BytesIO(payload))
     md5 = hashlib.md5(archive.read_bytes()).hexdigest()
-    source = catalog.Source(
-        archive.as_uri(), Checksum("md5", md5), catalog._extract_cifar, archive.name
-    )
+    source = catalog.Source(archive.as_uri(), Checksum("md5", md5), extract_cifar, archive.name)
     spec = catalog.SPECS["cifar10"]
     sources = dict.fromkeys(spec.sources, source)
     monkeypatch.setitem(

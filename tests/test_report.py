@@ -14,6 +14,14 @@ import deepbandits as db
 from deepbandits.cli import main
 from deepbandits.envs import ClassificationEnv
 from deepbandits.experiments.compare import compare
+from deepbandits.experiments.report.load import load_comparison, run_stems
+from deepbandits.experiments.report.tables import (
+    METRICS,
+    RUN_METRICS,
+    paired_table,
+    run_table,
+    summary_table,
+)
 from deepbandits.experiments.sweep import failed_path
 from deepbandits.metrics import (
     calibration_error,
@@ -27,8 +35,6 @@ from deepbandits.plotting import holdout_reliability_diagrams, regret_curves
 from deepbandits.plotting.figures import band_edges
 from deepbandits.plotting.style import series_styles
 from deepbandits.report import build_report, evaluate_claims
-from deepbandits.report.load import load_comparison, run_stems
-from deepbandits.report.tables import METRICS, RUN_METRICS, paired_table, run_table, summary_table
 
 TRAJECTORY = ["arm", "reward", "cum_regret", "mean", "width", "sigma2_hat"]
 

@@ -174,7 +174,7 @@ def test_a_save_that_fails_leaves_no_finished_run(clean, tmp_path, monkeypatch):
     out = tmp_path / "out"
     shutil.copytree(clean, out)
     other = load_finished(stem(out, 0))
-    from deepbandits.experiments import runner
+    from deepbandits.experiments import storage as runner
 
     def fail_on_json(path, data):
         if Path(path).suffix == ".json":

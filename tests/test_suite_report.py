@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from deepbandits.experiments.compare import compare, label_of
+from deepbandits.experiments.report.render import markdown_html, slug
 from deepbandits.experiments.sweep import failed_path
 from deepbandits.report import build_report, build_suite_report
-from deepbandits.report.render import markdown_html, slug
 
 LATENCY_MD = """# Latency: seconds per 100 rounds
 

@@ -14,6 +14,7 @@ import torch
 
 from deepbandits.errors import DataNotFoundError, InputValueError
 from deepbandits.experiments import executors
+from deepbandits.experiments import jobs as job_module
 from deepbandits.experiments.compare import compare
 from deepbandits.experiments.executors import (
     WORKER_DIED,
@@ -125,7 +126,7 @@ def test_a_finished_run_of_another_configuration_is_refused_unless_forced(copy):
 
 def fail_after(monkeypatch, n):
     """Make every job after the first ``n`` raise (in this process)."""
-    real, calls = executors.execute_job, []
+    real, calls = job_module.execute_job, []
 
     def execute(job, progress=False):
         calls.append(job)
@@ -133,7 +134,7 @@ def fail_after(monkeypatch, n):
             raise RuntimeError(f"injected failure of seed {job.seed}")
         return real(job, progress)
 
-    monkeypatch.setattr(executors, "execute_job", execute)
+    monkeypatch.setattr(job_module, "execute_job", execute)
 
 
 def test_failed_jobs_are_recorded_and_the_next_sweep_completes_only_them(

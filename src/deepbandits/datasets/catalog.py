@@ -1,4 +1,8 @@
-"""The four classification datasets of Section 5.2: their files, sources and readers.
+"""The four classification datasets of Section 5.2: their files, checksums and sources.
+
+Each entry of :data:`SPECS` names a dataset's files, its reader
+(:mod:`~deepbandits.datasets.readers`) and where each file comes from
+(:mod:`~deepbandits.datasets.sources`).
 
 :func:`load_dataset` finds a dataset's canonical files in the data directory
 (:func:`~deepbandits.datasets.location.data_home`), downloads missing ones when it may, checks
@@ -11,30 +15,25 @@ only the ``.npz``.
 from __future__ import annotations
 
 import os
-import tarfile
 import warnings
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from deepbandits._io import write_atomic
 from deepbandits._validation import check_bool, check_choice
 from deepbandits.datasets.cache import cache_candidates, cache_key, read_cache, write_cache
-from deepbandits.datasets.download import Checksum, DownloadError, fetch
-from deepbandits.datasets.formats import (
-    DatasetFileError,
-    read_cifar_batch,
-    read_idx,
-    read_int_table,
+from deepbandits.datasets.download import Checksum
+from deepbandits.datasets.readers import (
+    CIFAR_BATCHES,
+    read_cifar,
+    read_covertype,
+    read_mnist,
+    read_shuttle,
 )
-from deepbandits.datasets.location import ENV_VAR, data_home, data_home_origin
+from deepbandits.datasets.sources import Source, Spec, ensure_files, extract_cifar, unlzw_to
 from deepbandits.datasets.verify import verified_identities
-from deepbandits.errors import DataNotFoundError
 
 
 @dataclass(frozen=True)
@@ -53,114 +52,6 @@ class Dataset:
     @property
     def n_classes(self) -> int:
         return int(np.unique(self.y).size)
-
-
-@dataclass(frozen=True)
-class Source:
-    """One canonical file: where to download it and how to check what was downloaded."""
-
-    url: str
-    checksum: Checksum | None
-    #: turns the downloaded file into the canonical file(s) in the folder (decompress, extract)
-    unpack: Callable[[Path, Path], None] | None = None
-    download_name: str | None = None
-    #: checksum of the canonical file after ``unpack`` (when the download itself has none)
-    unpacked_checksum: Checksum | None = None
-
-
-@dataclass(frozen=True)
-class Spec:
-    folder: str
-    required: tuple[str, ...]
-    read: Callable[[Path, list[Path]], tuple[NDArray[Any], NDArray[np.int64], str]]
-    sources: dict[str, Source]
-    #: files of which any subset is used (CIFAR-10 batches); at least one must be present
-    optional: tuple[str, ...] = ()
-    how_to_get: str = ""
-
-
-# ------------------------------------------------------------------------------------ readers
-def _read_mnist(folder: Path, files: list[Path]) -> tuple[NDArray[Any], NDArray[Any], str]:
-    parts = []
-    for split in ("train", "t10k"):
-        images = read_idx(folder / f"{split}-images-idx3-ubyte.gz")
-        labels_path = folder / f"{split}-labels-idx1-ubyte.gz"
-        labels = read_idx(labels_path)
-        if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
-            raise DatasetFileError(
-                folder / f"{split}-images-idx3-ubyte.gz",
-                f"images {images.shape} and labels {labels.shape} do not match",
-            )
-        if labels.size and labels.max() > 9:
-            raise DatasetFileError(labels_path, f"labels outside 0..9 (max {labels.max()})")
-        parts.append((images.reshape(len(images), -1), labels.astype(np.int64)))
-    X = np.concatenate([p[0] for p in parts])
-    y = np.concatenate([p[1] for p in parts])
-    return X, y, ""
-
-
-def _read_shuttle(folder: Path, files: list[Path]) -> tuple[NDArray[Any], NDArray[Any], str]:
-    tables = [read_int_table(folder / name, 10, sep=" ") for name in ("shuttle.trn", "shuttle.tst")]
-    for name, table in zip(("shuttle.trn", "shuttle.tst"), tables, strict=True):
-        labels = table[:, 9]
-        if labels.size and (labels.min() < 1 or labels.max() > 7):
-            raise DatasetFileError(
-                folder / name, f"classes outside 1..7 ({labels.min()}..{labels.max()})"
-            )
-    data = np.concatenate(tables)
-    return data[:, :9].astype(np.int32), data[:, 9] - 1, ""
-
-
-def _read_covertype(folder: Path, files: list[Path]) -> tuple[NDArray[Any], NDArray[Any], str]:
-    path = folder / "covtype.data.gz"
-    data = read_int_table(path, 55, sep=",")
-    labels = data[:, 54]
-    if labels.min() < 1 or labels.max() > 7:
-        raise DatasetFileError(path, f"Cover_Type outside 1..7 ({labels.min()}..{labels.max()})")
-    return data[:, :54].astype(np.int16), labels - 1, ""
-
-
-CIFAR_BATCHES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
-
-
-def _read_cifar(folder: Path, files: list[Path]) -> tuple[NDArray[Any], NDArray[Any], str]:
-    present = [name for name in CIFAR_BATCHES if (folder / name).is_file()]
-    parts = [read_cifar_batch(folder / name) for name in present]
-    missing = [name for name in CIFAR_BATCHES if name not in present]
-    note = ""
-    if missing:
-        note = (
-            f"partial CIFAR-10: read {', '.join(present)} ({sum(len(p[1]) for p in parts)} "
-            f"images); missing {', '.join(missing)}"
-        )
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), note
-
-
-# ------------------------------------------------------------------------------------ sources
-def _unlzw_to(name: str) -> Callable[[Path, Path], None]:
-    """Decompress a Unix ``compress`` (``.Z``) file, the format UCI ships ``shuttle.trn`` in."""
-
-    def unpack(downloaded: Path, folder: Path) -> None:
-        import unlzw3
-
-        write_atomic(folder / name, unlzw3.unlzw(downloaded.read_bytes()))
-        downloaded.unlink()
-
-    return unpack
-
-
-def _extract_cifar(downloaded: Path, folder: Path) -> None:
-    """Copy the batch files out of ``cifar-10-python.tar.gz`` (regular files with known names
-    only, so a crafted archive cannot write elsewhere)."""
-    wanted = {f"cifar-10-batches-py/{name}" for name in (*CIFAR_BATCHES, "batches.meta")}
-    with tarfile.open(downloaded, "r:gz") as tar:
-        for member in tar.getmembers():
-            if member.name in wanted and member.isfile():
-                src = tar.extractfile(member)
-                assert src is not None
-                with src:
-                    write_atomic(folder / Path(member.name).name, src.read())
-    downloaded.unlink()
 
 
 # The canonical content of each file (MANIFEST.md of the shared data folder): SHA-256 of the
@@ -231,7 +122,7 @@ _UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/"
 _CIFAR_TAR = Source(
     "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
     Checksum("md5", "c58f30108f718f92721af3b95e74349a"),
-    _extract_cifar,
+    extract_cifar,
     "cifar-10-python.tar.gz",
 )
 
@@ -239,19 +130,19 @@ SPECS: dict[str, Spec] = {
     "mnist": Spec(
         "mnist",
         tuple(_MNIST),
-        _read_mnist,
+        read_mnist,
         {name: Source(_MNIST_URL + name, check) for name, check in _MNIST.items()},
         how_to_get="the four IDX .gz files of yann.lecun.com/exdb/mnist",
     ),
     "shuttle": Spec(
         "shuttle",
         ("shuttle.trn", "shuttle.tst"),
-        _read_shuttle,
+        read_shuttle,
         {
             "shuttle.trn": Source(
                 _UCI + "statlog/shuttle/shuttle.trn.Z",
                 None,
-                _unlzw_to("shuttle.trn"),
+                unlzw_to("shuttle.trn"),
                 "shuttle.trn.Z",
                 _SHUTTLE["shuttle.trn"],
             ),
@@ -263,14 +154,14 @@ SPECS: dict[str, Spec] = {
     "covertype": Spec(
         "covertype",
         ("covtype.data.gz",),
-        _read_covertype,
+        read_covertype,
         {"covtype.data.gz": Source(_UCI + "covtype/covtype.data.gz", _COVTYPE)},
         how_to_get="covtype.data.gz of the UCI Covertype dataset",
     ),
     "cifar10": Spec(
         "cifar10",
         (),
-        _read_cifar,
+        read_cifar,
         dict.fromkeys(CIFAR_BATCHES, _CIFAR_TAR),
         optional=CIFAR_BATCHES,
         how_to_get="the CIFAR-10 python batches (cifar-10-python.tar.gz of "
@@ -281,73 +172,6 @@ SPECS: dict[str, Spec] = {
 
 def dataset_names() -> list[str]:
     return list(SPECS)
-
-
-# ------------------------------------------------------------------------------- locating
-#: What unpacking a damaged download may raise (a bad tar or gzip, a bad ``.Z`` stream).
-_UNPACK_ERRORS = (OSError, EOFError, ValueError, tarfile.TarError, zlib.error)
-
-
-def _missing_message(
-    name: str,
-    data_dir: str | os.PathLike[str] | None,
-    folder: Path,
-    missing: list[str],
-    reason: str,
-) -> str:
-    spec = SPECS[name]
-    return (
-        f"dataset {name!r} not found: {', '.join(missing)} missing from {folder} (data "
-        f"directory {folder.parent}, {data_home_origin(data_dir)}; {reason}). Get "
-        f"{spec.how_to_get} and put them in {folder}, or point the data directory at a folder "
-        f"that has a '{spec.folder}/' subfolder with them: data_dir=... or the {ENV_VAR} "
-        "environment variable."
-    )
-
-
-def ensure_files(name: str, data_dir: str | os.PathLike[str] | None, download: bool) -> Path:
-    """The dataset's folder, with its required files present (downloaded if allowed).
-
-    Raises :class:`~deepbandits.errors.DataNotFoundError` (a ``FileNotFoundError``) saying
-    which dataset, where it was looked for and how to get it, when a file is missing and
-    cannot be downloaded.
-    """
-    spec = SPECS[name]
-    folder = data_home(data_dir) / spec.folder
-    missing = [f for f in spec.required if not (folder / f).is_file()]
-    if spec.optional and not any((folder / f).is_file() for f in spec.optional):
-        missing.append(f"any of {', '.join(spec.optional)}")
-    if not missing:
-        return folder  # optional files (CIFAR batches) are fetched only when none is present
-    if not download:
-        raise DataNotFoundError(_missing_message(name, data_dir, folder, missing, "download=False"))
-    wanted = [f for f in (*spec.required, *spec.optional) if not (folder / f).is_file()]
-    done: set[int] = set()
-    for fname in wanted:
-        source = spec.sources[fname]
-        if id(source) in done or (folder / fname).is_file():
-            continue
-        done.add(id(source))
-        target = folder / (source.download_name or fname)
-        try:
-            fetch(source.url, target, source.checksum)
-            if source.unpack is not None:
-                source.unpack(target, folder)
-        except (DownloadError, *_UNPACK_ERRORS) as exc:
-            if fname in spec.required or not any((folder / f).is_file() for f in spec.optional):
-                reason = f"download failed: {exc}"
-                raise DataNotFoundError(
-                    _missing_message(name, data_dir, folder, missing, reason)
-                ) from None
-            continue  # optional file (a CIFAR batch): use what is present
-        check = source.unpacked_checksum
-        if check is not None and not check.matches(folder / fname):
-            (folder / fname).unlink()
-            raise DataNotFoundError(
-                f"dataset {name!r}: {source.url} unpacked to a {fname} whose {check.algorithm} "
-                "is not the published one; the file was discarded"
-            )
-    return folder
 
 
 # -------------------------------------------------------------------------------- loading
@@ -388,7 +212,7 @@ def load_dataset(
     check_choice(name, "dataset", SPECS)
     download = check_bool(download, "download")
     spec = SPECS[name]
-    folder = ensure_files(name, data_dir, download)
+    folder = ensure_files(name, spec, data_dir, download)
     present = [folder / f for f in (*spec.required, *spec.optional) if (folder / f).is_file()]
     key = cache_key(present, verified_identities(name, present, CANONICAL.get(name, {})))
     candidates = cache_candidates(name, folder, key)

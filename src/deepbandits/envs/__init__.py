@@ -10,12 +10,8 @@ from typing import Any
 from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.datasets import dataset_names
 from deepbandits.envs.base import Environment, Holdout, Round
-from deepbandits.envs.classification import (
-    DATASET_PREPROCESS,
-    PREPROCESSING,
-    ClassificationEnv,
-    check_removed_keywords,
-)
+from deepbandits.envs.classification import DATASET_PREPROCESS, ClassificationEnv
+from deepbandits.envs.preprocessing import PREPROCESSING, check_removed_keywords
 from deepbandits.envs.synthetic import REWARD_FUNCTIONS, SyntheticEnv
 from deepbandits.envs.table import TableError, TableFileNotFoundError, read_table, table_env
 

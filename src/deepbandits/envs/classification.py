@@ -37,22 +37,43 @@ import os
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import check_arm, check_bool, check_choice, check_int, check_seed
 from deepbandits.datasets import load_dataset
+from deepbandits.datasets.table import TableError, read_table
 from deepbandits.encoding import block_encode
 from deepbandits.envs.base import Environment, Holdout, Round
+from deepbandits.envs.labels import encode_labels
+from deepbandits.envs.preprocessing import (
+    DEFAULT_PREPROCESS,
+    PREPROCESSING,
+    RELATIVE_STD_FLOOR,
+    REMOVED_KEYWORDS,
+    apply_preprocess,
+    check_finite_features,
+    check_removed_keywords,
+    column_statistics,
+)
 from deepbandits.errors import CallOrderError, InputTypeError, InputValueError
 
 ENCODINGS = ("block", "dense")
 
-#: The ``preprocess`` options of :class:`ClassificationEnv` (see the module documentation).
-PREPROCESSING = ("standardize", "l2", "standardize+l2", "none")
-
-#: ``preprocess`` of bring-your-own data (arrays or a table file).
-DEFAULT_PREPROCESS = "standardize"
+# Defined beside the preprocessing they describe; importable from here as before.
+__all__ = [
+    "DATASET_PREPROCESS",
+    "DEFAULT_PREPROCESS",
+    "ENCODINGS",
+    "PAPER_DEFAULTS",
+    "PREPROCESSING",
+    "RELATIVE_STD_FLOOR",
+    "REMOVED_KEYWORDS",
+    "ClassificationEnv",
+    "check_finite_features",
+    "check_removed_keywords",
+    "column_statistics",
+    "encode_labels",
+]
 
 #: ``preprocess`` of each paper dataset when :meth:`ClassificationEnv.from_dataset` is not given
 #: one, chosen by measurement (README, "Defaults on data nobody tuned them for"). "l2" keeps the
@@ -79,148 +100,6 @@ PAPER_DEFAULTS: dict[str, dict[str, Any]] = {
     "cifar10": {"feature_dim": 64, "train_every": 10, "train_start": 10000},
     "shuttle": {"feature_dim": 64, "train_every": 100, "train_start": 2000},
 }
-
-#: Keywords that were removed, with what to write instead.
-REMOVED_KEYWORDS: dict[str, str] = {
-    "normalize": (
-        "normalize= was replaced by preprocess=: use preprocess='l2' for normalize=True (each "
-        "sample divided by its L2 norm, the paper's setting) or preprocess='none' for "
-        "normalize=False; options: " + ", ".join(map(repr, PREPROCESSING))
-    ),
-}
-
-#: A column whose standard deviation is below this fraction of its largest magnitude is
-#: constant up to rounding: its scale is 1.
-RELATIVE_STD_FLOOR = 1e-12
-
-# Rows per chunk when scanning X: about 2**20 values (8 MB in float64) at a time, so the
-# statistics of a large integer table never need a float64 copy of the whole of it.
-_CHUNK_VALUES = 1 << 20
-
-
-def check_removed_keywords(params: dict[str, Any] | Any) -> None:
-    """Raise ``InputValueError`` saying what replaces a removed keyword (``normalize``)."""
-    for key in params:
-        if key in REMOVED_KEYWORDS:
-            raise InputValueError(REMOVED_KEYWORDS[key])
-
-
-def _chunks(n: int, n_columns: int) -> range:
-    return range(0, n, max(1, _CHUNK_VALUES // max(n_columns, 1)))
-
-
-def check_finite_features(X: NDArray[Any]) -> None:
-    """Raise ``InputValueError`` naming the first (row, column) of ``X`` that is NaN or inf."""
-    if not np.issubdtype(X.dtype, np.inexact):
-        return
-    step = max(1, _CHUNK_VALUES // max(X.shape[1], 1))
-    for start in _chunks(len(X), X.shape[1]):
-        finite = np.isfinite(X[start : start + step])
-        if not finite.all():
-            row, col = np.argwhere(~finite)[0]
-            value = X[start + row, col]
-            raise InputValueError(
-                f"X contains NaN or inf: first at row {start + row}, column {col} ({value})"
-            )
-
-
-def _rows(X: NDArray[Any], start: int, step: int) -> NDArray[np.float64]:
-    """Rows ``start:start+step`` as a C-ordered float64 copy: the sums then add in the same order
-    whatever the memory layout of X (a C- or Fortran-ordered copy gives the same statistics)."""
-    return np.ascontiguousarray(X[start : start + step], dtype=np.float64)
-
-
-def column_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-column mean and scale of ``X`` for ``preprocess="standardize"``.
-
-    Computed in float64 over chunks of rows (never a float64 copy of the whole X), in two
-    passes (mean, then the squared deviations from it) on the columns divided by their largest
-    magnitude, so the sums can neither overflow nor lose the small deviations of a large
-    offset. The scale is the population standard deviation, or 1 for a constant column (std 0
-    or below :data:`RELATIVE_STD_FLOOR` of the column's largest magnitude).
-
-    Parameters
-    ----------
-    X : array ``[n, D]``
-        Finite numeric features (any dtype).
-
-    Returns
-    -------
-    mean, scale : arrays ``[D]`` (float64)
-        Both finite; every scale is > 0.
-    """
-    n, D = X.shape
-    step = max(1, _CHUNK_VALUES // max(D, 1))
-    magnitude = np.zeros(D)
-    for start in _chunks(n, D):
-        chunk = X[start : start + step]
-        high = chunk.max(axis=0).astype(np.float64)
-        low = chunk.min(axis=0).astype(np.float64)
-        magnitude = np.maximum(magnitude, np.maximum(high, -low))
-    magnitude[magnitude == 0] = 1.0
-    total = np.zeros(D)
-    for start in _chunks(n, D):
-        total += (_rows(X, start, step) / magnitude).sum(axis=0)
-    mean = total / n
-    squares = np.zeros(D)
-    for start in _chunks(n, D):
-        deviation = _rows(X, start, step) / magnitude - mean
-        squares += np.einsum("ij,ij->j", deviation, deviation)
-    std = np.sqrt(squares / n)
-    constant = ~(std > RELATIVE_STD_FLOOR)
-    scale = np.where(constant, 1.0, std * magnitude)
-    return mean * magnitude, scale
-
-
-def _missing(y: NDArray[Any]) -> NDArray[np.bool_]:
-    return np.asarray(pd.isna(y), dtype=bool)
-
-
-def _as_labels(y: ArrayLike) -> NDArray[Any]:
-    """Labels as a numpy array, without numpy's silent cast of a mixed list to strings."""
-    if isinstance(y, np.ndarray):
-        return y
-    if hasattr(y, "to_numpy"):  # pandas Series / Index / array: NA stays a missing value
-        return np.asarray(y.to_numpy())
-    arr = np.asarray(y)
-    if arr.dtype.kind in "US" and arr.ndim == 1:
-        text = (str, bytes, np.str_, np.bytes_)
-        if not all(isinstance(v, text) for v in y):  # type: ignore[union-attr]
-            arr = np.empty(len(arr), dtype=object)
-            arr[:] = list(y)  # type: ignore[arg-type]
-    return arr
-
-
-def encode_labels(y: ArrayLike, n: int) -> tuple[NDArray[Any], NDArray[np.int64]]:
-    """The distinct labels of ``y`` in sorted order and each row's index among them.
-
-    Raises ``InputValueError`` for a missing label (None, NaN, pandas NA; the first bad row is
-    named, and a missing value never becomes an arm of its own), for labels of types that
-    cannot be ordered together (``1`` and ``"a"``), and for fewer than two distinct labels.
-    """
-    labels_in = _as_labels(y)
-    if labels_in.ndim != 1 or len(labels_in) != n:
-        raise InputValueError(
-            f"y must be 1-d with one label per row of X ({n}), got shape {labels_in.shape}"
-        )
-    missing = _missing(labels_in)
-    if missing.any():
-        row = int(np.argmax(missing))
-        raise InputValueError(
-            f"y has {int(missing.sum())} missing label(s) (None or NaN); the first at row {row}. "
-            "Drop or label those rows: a missing label cannot be an arm"
-        )
-    try:
-        classes, labels = np.unique(labels_in, return_inverse=True)
-    except TypeError as exc:
-        types = sorted({type(v).__name__ for v in labels_in.tolist()})
-        raise InputValueError(
-            f"y mixes label types that cannot be sorted together ({', '.join(types)}); "
-            "convert the labels to one type (e.g. all strings)"
-        ) from exc
-    if len(classes) < 2:
-        raise InputValueError(f"y has {len(classes)} distinct label(s); a bandit needs >= 2")
-    return classes, labels.reshape(-1).astype(np.int64)
 
 
 class ClassificationEnv(Environment):
@@ -351,10 +230,39 @@ class ClassificationEnv(Environment):
         categorical: list[str] | None = None,
         **params: Any,
     ) -> ClassificationEnv:
-        """The bandit of a CSV or Parquet file (:func:`deepbandits.envs.table.table_env`)."""
-        from deepbandits.envs.table import table_env
+        """The classification bandit of a table file: ``make_env("table", path=..., label=...)``.
 
-        return table_env(path, label, features=features, categorical=categorical, **params)
+        Parameters
+        ----------
+        path, label, features, categorical
+            As in :func:`~deepbandits.datasets.table.read_table`.
+        **params
+            The constructor's keywords (``preprocess``, default ``"standardize"``;
+            ``encoding``, ``dynamic_range``, ``horizon``, ``seed``).
+
+        Returns
+        -------
+        ClassificationEnv
+            Its :meth:`get_params` records the file next to the bandit's own parameters
+            (:meth:`~deepbandits.datasets.table.Table.provenance`). No paper defaults:
+            ``policy_defaults`` is empty.
+
+        Raises
+        ------
+        TableError
+            For the file and its columns, and for a constructor keyword out of range (the
+            message then names the file).
+        """
+        check_removed_keywords(params)
+        table = read_table(path, label, features=features, categorical=categorical)
+        try:
+            env = cls(table.X, table.y, **params)
+        except ValueError as exc:
+            if isinstance(exc, TableError):
+                raise
+            raise TableError(f"{table.path!r}: {exc}") from exc
+        env.source = table.provenance()
+        return env
 
     @property
     def n_features(self) -> int:
@@ -419,13 +327,7 @@ class ClassificationEnv(Environment):
 
     def _preprocess(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """``preprocess`` applied in place to float64 samples (``[D]`` or ``[m, D]``)."""
-        if self.mean_ is not None and self.scale_ is not None:
-            x -= self.mean_
-            x /= self.scale_
-        if self.preprocess.endswith("l2"):
-            norm = np.linalg.norm(x, axis=-1, keepdims=True)
-            np.divide(x, norm, out=x, where=norm > 0)
-        return x
+        return apply_preprocess(x, self.preprocess, self.mean_, self.scale_)
 
     def variance_bound(self) -> float:
         """Rewards are deterministic given the sample: Var(rₜ) = 0."""

@@ -1,21 +1,12 @@
 """Your own table as a classification bandit: ``make_env("table", path=..., label=...)``.
 
-A CSV or Parquet file is read with pandas, one column is the label and the others (or those
-named by ``features``) are the features; the result is a
+A CSV or Parquet file is read with pandas (:func:`~deepbandits.datasets.table.read_table`,
+which says how: suffixes, categorical columns, missing values), one column is the label and the
+others (or those named by ``features``) are the features; the result is a
 :class:`~deepbandits.envs.classification.ClassificationEnv`, whose ``preprocess`` defaults to
 ``"standardize"`` as for every bring-your-own data set. On the command line::
 
     deepbandits compare --env "table:path=data.csv,label=class,categorical=[color,shape]" ...
-
-The file's suffix decides how it is read: ``.csv`` (comma-separated), ``.tsv`` and ``.txt``
-(tab-separated), each optionally compressed (``.gz``, ``.bz2``, ``.xz``, ``.zip``), and
-``.parquet`` / ``.pq`` (pyarrow). The first line of a text file is the header.
-
-Feature columns must be numeric (booleans count as 0/1) or be listed in ``categorical``, which
-one-hot encodes them (one float column ``name=value`` per distinct value, values in sorted
-order, so the encoding does not depend on the order of the rows). A missing value in a feature
-or in the label column is an error naming the column and the first such row; rows are counted
-from 0 over the data rows, the header not counted (row 0 is the first line under the header).
 
 Every problem with the file or the columns raises :class:`TableError` (a ``ValueError``; the
 command line prints it and returns 2); a missing file raises :class:`TableFileNotFoundError`,
@@ -24,318 +15,27 @@ both a ``FileNotFoundError`` and a ``TableError``.
 
 from __future__ import annotations
 
-import hashlib
-import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from deepbandits.datasets.table import (
+    COMPRESSION_SUFFIXES,
+    TABLE_SUFFIXES,
+    Table,
+    TableError,
+    TableFileNotFoundError,
+    read_table,
+)
+from deepbandits.envs.classification import ClassificationEnv
 
-import numpy as np
-import pandas as pd
-from numpy.typing import NDArray
+#: The classification bandit of a table file (the registry's ``"table"``): the same function as
+#: :meth:`~deepbandits.envs.classification.ClassificationEnv.from_table`, under the name the
+#: registry and earlier versions use.
+table_env = ClassificationEnv.from_table
 
-from deepbandits.envs.classification import ClassificationEnv, check_removed_keywords
-from deepbandits.errors import DataError, DataNotFoundError
-
-#: Suffix → how the file is read ("csv": comma, "tsv": tab, "parquet").
-TABLE_SUFFIXES: dict[str, str] = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".txt": "tsv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-
-#: Compression suffixes accepted after a text suffix (``data.csv.gz``); pandas decompresses.
-COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip")
-
-
-class TableError(DataError):
-    """A table file that cannot be turned into a classification bandit."""
-
-
-class TableFileNotFoundError(DataNotFoundError, TableError):
-    """The table file does not exist: ``TableFileNotFoundError(errno, strerror, filename)`` as
-    for any ``FileNotFoundError``."""
-
-    # ValueError precedes OSError in the method resolution order; OSError's own constructor
-    # keeps ``str()`` "[Errno 2] ...: 'path'" and sets ``errno`` and ``filename``.
-    __new__ = OSError.__new__
-    __init__ = OSError.__init__
-
-
-@dataclass(frozen=True)
-class Table:
-    """Features and labels read from a table file (:func:`read_table`).
-
-    Attributes
-    ----------
-    X : array ``[n, D]`` (float64)
-        The features, categorical columns one-hot encoded.
-    y : array ``[n]``
-        The label column's values.
-    feature_names : list of str
-        Name of each column of X: a numeric column's name, or ``"column=value"`` for a one-hot
-        column.
-    columns : list of str
-        The file's columns used as features, in order.
-    categorical : list of str
-        The one-hot encoded columns.
-    path : str
-        The file, as given.
-    sha256 : str
-        SHA-256 of the file's bytes.
-    """
-
-    X: NDArray[np.float64]
-    y: NDArray[Any]
-    feature_names: list[str]
-    columns: list[str]
-    categorical: list[str]
-    path: str
-    sha256: str
-
-
-def _kind(path: Path) -> tuple[str, str | None]:
-    suffixes = [s.lower() for s in path.suffixes]
-    compression = None
-    if suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
-        compression = suffixes.pop()
-    kind = TABLE_SUFFIXES.get(suffixes[-1]) if suffixes else None
-    if kind is None or (compression is not None and kind == "parquet"):
-        accepted = ", ".join(TABLE_SUFFIXES)
-        raise TableError(
-            f"cannot tell how to read {str(path)!r} from its suffix; accepted: {accepted} "
-            f"(text ones optionally compressed: {', '.join(COMPRESSION_SUFFIXES)})"
-        )
-    return kind, compression
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _names(value: Any, what: str) -> list[str]:
-    """A list of column names from a list, a tuple or one name (the command line's
-    ``categorical=color`` gives a single string)."""
-    if value is None:
-        return []
-    items = [value] if isinstance(value, str | int) else value
-    if not isinstance(items, list | tuple):
-        raise TableError(f"{what} must be a list of column names, got {value!r}")
-    names = [str(v) for v in items]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise TableError(f"{what} names column(s) more than once: {', '.join(duplicated)}")
-    return names
-
-
-def _listing(names: list[str], limit: int = 50) -> str:
-    shown = ", ".join(map(repr, names[:limit]))
-    return shown + (f", ... ({len(names)} columns)" if len(names) > limit else "")
-
-
-def _first_missing(df: pd.DataFrame, columns: list[str], path: Path) -> None:
-    for column in columns:
-        missing = df[column].isna().to_numpy()
-        if missing.any():
-            row = int(np.argmax(missing))
-            raise TableError(
-                f"column {column!r} of {str(path)!r} has {int(missing.sum())} missing value(s); "
-                f"the first at row {row} (0-based data row, header not counted). Fill or drop "
-                "those rows"
-            )
-
-
-def _read_frame(path: Path) -> pd.DataFrame:
-    kind, _ = _kind(path)
-    if not path.exists():
-        raise TableFileNotFoundError(2, "table file not found", str(path))
-    if not path.is_file():
-        raise TableError(f"{str(path)!r} is not a file")
-    try:
-        if kind == "parquet":
-            df = pd.read_parquet(path, engine="pyarrow")
-        else:
-            sep = "," if kind == "csv" else "\t"
-            df = pd.read_csv(path, sep=sep, compression="infer")
-    except (ValueError, OSError, ImportError) as exc:
-        raise TableError(f"cannot read {str(path)!r} as {kind}: {exc}") from exc
-    except Exception as exc:  # pyarrow's own errors (ArrowException and subclasses)
-        if type(exc).__module__.startswith("pyarrow"):
-            raise TableError(f"cannot read {str(path)!r} as {kind}: {exc}") from exc
-        raise
-    df.columns = [str(c) for c in df.columns]
-    duplicated = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
-    if duplicated:
-        raise TableError(f"{str(path)!r} has duplicated column name(s): {', '.join(duplicated)}")
-    if len(df) == 0:
-        raise TableError(f"{str(path)!r} has no data rows")
-    return df
-
-
-def _sorted_values(values: list[Any]) -> list[Any]:
-    try:
-        return sorted(values)
-    except TypeError:  # mixed types in one column: order by type, then by text
-        return sorted(values, key=lambda v: (type(v).__name__, str(v)))
-
-
-def read_table(
-    path: str | os.PathLike[str],
-    label: str,
-    *,
-    features: list[str] | None = None,
-    categorical: list[str] | None = None,
-) -> Table:
-    """Read a CSV or Parquet file into features and labels (see the module documentation).
-
-    Parameters
-    ----------
-    path : str or path
-        The file; its suffix decides the reader (:data:`TABLE_SUFFIXES`).
-    label : str
-        Name of the label column.
-    features : list of str, optional
-        The feature columns, in this order; default: every column but the label.
-    categorical : list of str, optional
-        Feature columns to one-hot encode (sorted values; one float column per value).
-
-    Returns
-    -------
-    Table
-
-    Raises
-    ------
-    TableFileNotFoundError
-        The file does not exist.
-    TableError
-        Unknown suffix, unreadable file, unknown label / feature / categorical column,
-        non-numeric feature column not in ``categorical``, missing or infinite value.
-    """
-    file = Path(path)
-    if label is None or isinstance(label, bool) or not isinstance(label, str | int):
-        raise TableError(f"label must be the name of the label column, got {label!r}")
-    label = str(label)
-    chosen = None if features is None else _names(features, "features")
-    one_hot = _names(categorical, "categorical")
-    df = _read_frame(file)
-    available = list(df.columns)
-    if label not in available:
-        raise TableError(
-            f"no label column {label!r} in {str(path)!r}; its columns: {_listing(available)}"
-        )
-    if chosen is None:
-        chosen = [c for c in available if c != label]
-    else:
-        unknown = [c for c in chosen if c not in available]
-        if unknown:
-            raise TableError(
-                f"feature column(s) {_listing(unknown)} not in {str(path)!r}; its columns: "
-                f"{_listing(available)}"
-            )
-        if label in chosen:
-            raise TableError(f"the label column {label!r} cannot also be a feature")
-    if not chosen:
-        raise TableError(f"{str(path)!r} has no feature columns besides the label {label!r}")
-    unknown = [c for c in one_hot if c not in chosen]
-    if unknown:
-        raise TableError(
-            f"categorical column(s) {_listing(unknown)} are not feature columns of "
-            f"{str(path)!r}; feature columns: {_listing(chosen)}"
-        )
-    non_numeric = [
-        c for c in chosen if c not in one_hot and not pd.api.types.is_numeric_dtype(df[c].dtype)
-    ]
-    if non_numeric:
-        kinds = ", ".join(f"{c!r} ({df[c].dtype})" for c in non_numeric)
-        raise TableError(
-            f"feature column(s) of {str(path)!r} are not numeric: {kinds}; one-hot encode them "
-            f"with categorical=[{','.join(non_numeric)}], or choose the features with "
-            "features=[...]"
-        )
-    _first_missing(df, [label, *chosen], file)
-
-    blocks: list[NDArray[np.float64]] = []
-    names: list[str] = []
-    for column in chosen:
-        if column in one_hot:
-            values = df[column].to_numpy(dtype=object)
-            categories = _sorted_values(list(pd.unique(values)))
-            dummies = pd.get_dummies(
-                pd.Categorical(values, categories=categories), dtype=np.float64
-            )
-            blocks.append(dummies.to_numpy(dtype=np.float64))
-            names += [f"{column}={value}" for value in categories]
-        else:
-            values = df[column].to_numpy(dtype=np.float64)
-            bad = ~np.isfinite(values)
-            if bad.any():
-                row = int(np.argmax(bad))
-                raise TableError(
-                    f"column {column!r} of {str(path)!r} has an infinite value at row {row} "
-                    f"(0-based data row, header not counted): {values[row]}"
-                )
-            blocks.append(values[:, None])
-            names.append(column)
-    X = np.concatenate(blocks, axis=1)
-    y = df[label].to_numpy()
-    return Table(
-        X=X,
-        y=y,
-        feature_names=names,
-        columns=chosen,
-        categorical=one_hot,
-        path=str(path),
-        sha256=_sha256(file),
-    )
-
-
-def table_env(
-    path: str | os.PathLike[str],
-    label: str,
-    *,
-    features: list[str] | None = None,
-    categorical: list[str] | None = None,
-    **params: Any,
-) -> ClassificationEnv:
-    """The classification bandit of a table file: ``make_env("table", path=..., label=...)``.
-
-    Parameters
-    ----------
-    path, label, features, categorical
-        As in :func:`read_table`.
-    **params
-        :class:`~deepbandits.envs.classification.ClassificationEnv` keywords (``preprocess``,
-        default ``"standardize"``; ``encoding``, ``dynamic_range``, ``horizon``, ``seed``).
-
-    Returns
-    -------
-    ClassificationEnv
-        Its :meth:`~ClassificationEnv.get_params` records the file (``path``, ``sha256``),
-        ``label``, the source ``columns``, ``categorical`` and the resulting ``features``
-        (one-hot columns expanded) next to the bandit's own parameters. No paper defaults:
-        ``policy_defaults`` is empty.
-    """
-    check_removed_keywords(params)
-    table = read_table(path, label, features=features, categorical=categorical)
-    try:
-        env = ClassificationEnv(table.X, table.y, **params)
-    except ValueError as exc:
-        if isinstance(exc, TableError):
-            raise
-        raise TableError(f"{table.path!r}: {exc}") from exc
-    env.source = {
-        "path": table.path,
-        "sha256": table.sha256,
-        "label": str(label),
-        "columns": table.columns,
-        "categorical": table.categorical,
-        "features": table.feature_names,
-        "n_features": len(table.feature_names),
-    }
-    return env
+__all__ = [
+    "COMPRESSION_SUFFIXES",
+    "TABLE_SUFFIXES",
+    "Table",
+    "TableError",
+    "TableFileNotFoundError",
+    "read_table",
+    "table_env",
+]

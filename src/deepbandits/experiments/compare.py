@@ -38,23 +38,15 @@ import pandas as pd
 
 from deepbandits._io import folder_lock, write_atomic
 from deepbandits._validation import check_int
-from deepbandits.envs import make_env
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.experiments.executors import (
-    Executor,
-    Job,
-    LocalExecutor,
-    applied_device,
-    build_policy,
-    check_device,
-)
+from deepbandits.experiments.executors import Executor, LocalExecutor, check_device
+from deepbandits.experiments.jobs import Job, applied_device, build_env, build_policy
 from deepbandits.experiments.runner import (
     RunResult,
     check_checkpoints,
     give_horizon,
     load_finished,
 )
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.experiments.sweep import SweepFailedError, run_sweep
 from deepbandits.metrics import unplayed_arms, window_accuracy
 from deepbandits.plotting import regret_curves, save_figure
@@ -77,8 +69,7 @@ def check_specs(
     before any run starts."""
     if device is not None:
         check_device(device, executor)
-    env_name, env_params = parse_spec(env_spec)
-    env = make_env(env_name, **env_params)
+    env = build_env(env_spec)
     for spec in policy_specs:
         give_horizon(build_policy(spec, env), T)
 

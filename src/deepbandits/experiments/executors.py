@@ -1,24 +1,23 @@
-"""Where a sweep's runs are computed: jobs, and the executors that compute them.
+"""Where tasks are computed: the executors of sweeps and of the matched protocol's tunings.
 
-A :class:`Job` is one run (policy × environment × seed × T ...) described by value, with a
-content hash of its configuration (:attr:`Job.config_hash`). :func:`execute_job` computes it
-and returns the :class:`~deepbandits.experiments.runner.RunResult` without writing anything, so
-the process that writes the results (:func:`~deepbandits.experiments.sweep.run_sweep`) may be on
-another machine than the one that computes them.
+A task is anything with ``execute(progress)`` (:class:`Task`), described by value so that it can
+travel to another process: a :class:`~deepbandits.experiments.jobs.Job` (one run, whose result
+:func:`~deepbandits.experiments.sweep.run_sweep` writes in the calling process, which may be on
+another machine than the one that computes it), or a tuning of the matched protocol.
 
-An :class:`Executor` computes a list of jobs and yields each result as it finishes, in any
-order; a job that raises yields a :class:`Failure` (its error and traceback) and the others go
-on:
+An :class:`Executor` computes a list of tasks and yields each result as it finishes, in any
+order; a task that raises yields a :class:`Failure` (its error, traceback and exception) and the
+others go on:
 
 * :class:`LocalExecutor`: worker processes on this machine
-  (:func:`~deepbandits._io.worker_pool`, whose workers exit when the sweep dies), or the calling
-  process itself with one worker; a worker that dies (out of memory, a crash) fails the jobs it
-  was running beside, and the others go on;
+  (:func:`~deepbandits._io.new_worker_pool`, whose workers exit when the caller dies), or the
+  calling process itself with one worker; a worker that dies (out of memory, a crash) fails the
+  tasks it was running beside, and the others go on;
 * :class:`RayExecutor`: the tasks of a Ray cluster, one CPU (and one GPU for a job whose
   networks run on ``"cuda"``) each; Ray is an optional extra (``pip install "deepbandits[ray]"``).
 
-A job's ``device`` concerns its policy's networks only: :func:`applied_device` is what a sweep's
-device gives a policy (nothing to one without a network), and :func:`check_device` refuses, before
+A job's ``device`` concerns its policy's networks only
+(:func:`~deepbandits.experiments.jobs.applied_device`), and :func:`check_device` refuses, before
 any job runs, a device the executor's jobs cannot use.
 
 Every job runs with torch's and the BLAS's thread pools pinned to one thread
@@ -28,8 +27,6 @@ the cores and a run's numbers do not depend on the executor or the number of wor
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import traceback
 from collections import deque
@@ -37,177 +34,66 @@ from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import torch
 
 from deepbandits._io import new_worker_pool
 from deepbandits._validation import check_choice, check_int
-from deepbandits._version import __version__
-from deepbandits.envs import Environment, make_env
 from deepbandits.errors import InputValueError
-from deepbandits.experiments.runner import RunResult, pinned_threads, run
-from deepbandits.experiments.specs import parse_spec
+from deepbandits.experiments.jobs import (
+    HASH_VERSION,
+    Job,
+    applied_device,
+    build_env,
+    build_policy,
+    execute_job,
+    hash_identity,
+    identity_of,
+    job_device,
+)
 from deepbandits.networks.learner import check_device as check_torch_device
 from deepbandits.networks.learner import parse_device
-from deepbandits.policies import Policy, make_policy
-
-#: Library version that enters every configuration hash (``major.minor``): results of another
-#: minor version are not taken for this one's.
-HASH_VERSION = ".".join(__version__.split(".")[:2])
 
 
-@dataclass(frozen=True)
-class Job:
-    """One run of a sweep: ``policy_spec`` on ``env_spec`` with ``seed`` for ``T`` rounds, with
-    hold-out forecasts at ``checkpoints`` (``holdout_size`` rounds), the neural networks on
-    ``device`` (``None``: the policy's own default), its files at ``stem`` (``<stem>.json``,
-    ``<stem>.csv`` ...).
+class Task(Protocol):
+    """What an executor computes: a picklable description of work whose
+    :meth:`execute` returns its result (a :class:`~deepbandits.experiments.jobs.Job`'s: its
+    run)."""
 
-    ``device`` enters the configuration hash as it is given: a sweep gives it only to the jobs
-    it applies to (:func:`applied_device`), so that a policy without a network has the same
-    hash on every device."""
-
-    policy_spec: str
-    env_spec: str
-    seed: int
-    T: int
-    stem: Path
-    checkpoints: tuple[int, ...] = ()
-    holdout_size: int = 500
-    device: str | None = None
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        """What the run's results depend on: every field but ``stem`` (``holdout_size`` only
-        with checkpoints), and the library's ``major.minor`` version."""
-        return {
-            "policy": self.policy_spec,
-            "env": self.env_spec,
-            "seed": self.seed,
-            "T": self.T,
-            "checkpoints": list(self.checkpoints),
-            "holdout_size": self.holdout_size if self.checkpoints else None,
-            "device": self.device,
-            "version": HASH_VERSION,
-        }
-
-    @property
-    def config_hash(self) -> str:
-        """The first 16 hexadecimal digits of the SHA-256 of :attr:`identity` as canonical
-        JSON: two jobs with the same hash compute the same run."""
-        return hash_identity(self.identity)
+    def execute(self, progress: bool = False) -> Any:
+        """Compute the task in this process; ``progress`` may show a bar."""
+        ...
 
 
-def hash_identity(identity: dict[str, Any]) -> str:
-    """:attr:`Job.config_hash` of an :attr:`Job.identity`."""
-    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-
-def identity_of(config: dict[str, Any]) -> dict[str, Any]:
-    """The :attr:`Job.identity` a saved run's configuration records (``"job"``), or, for a run
-    saved before identities were recorded, the one rebuilt from its specifications, seed, T,
-    checkpoints, hold-out size and version (its device: the policy's default)."""
-    recorded = config.get("job")
-    if isinstance(recorded, dict):
-        return recorded
-    return {
-        "policy": _spec(config, "policy"),
-        "env": _spec(config, "env"),
-        "seed": config.get("seed"),
-        "T": config.get("T"),
-        "checkpoints": list(config.get("checkpoints") or ()),
-        "holdout_size": config.get("holdout_size"),
-        "device": None,
-        "version": ".".join(str(config.get("version", "")).split(".")[:2]),
-    }
-
-
-def _spec(config: dict[str, Any], part: str) -> Any:
-    section = config.get(part)
-    return section.get("spec") if isinstance(section, dict) else None
+#: A task type, so that an executor yields back the tasks it was given.
+T = TypeVar("T", bound=Task)
 
 
 @dataclass(frozen=True)
 class Failure:
-    """A job that raised: the error (``"Type: message"``) and its formatted traceback."""
+    """A task that raised: the error (``"Type: message"``), its formatted traceback, and the
+    exception itself (``None`` where it could not travel back, e.g. from a lost Ray worker)."""
 
-    job: Job
+    job: Any
     error: str
     traceback: str
+    exception: BaseException | None = None
 
 
-def applied_device(spec: str, device: str | None) -> str | None:
-    """What ``device`` (a sweep's device, e.g. ``"cuda"``) gives the policy of ``spec``:
-    ``device`` when the policy has a network (a ``device`` parameter) and ``spec`` names no
-    device of its own, else ``None``."""
-    if device is None:
-        return None
-    name, params = parse_spec(spec)
-    return device if "device" not in params and "device" in make_policy(name).get_params() else None
-
-
-def job_device(job: Job) -> str | None:
-    """Where ``job``'s networks run: the device its policy specification names, else
-    :func:`applied_device` of the job's device (``None``: no network, or the policy's default
-    device, the CPU)."""
-    own = parse_spec(job.policy_spec)[1].get("device")
-    return str(own) if own is not None else applied_device(job.policy_spec, job.device)
-
-
-def build_policy(spec: str, env: Environment | None, device: str | None = None) -> Policy:
-    """The policy of ``spec`` with the environment's recommended settings
-    (:func:`~deepbandits.policies.make_policy` with ``env``), its network on ``device`` when
-    one is given, the policy has a network and ``spec`` names no device
-    (:func:`applied_device`)."""
-    name, params = parse_spec(spec)
-    applied = applied_device(spec, device)
-    if applied is not None:
-        params["device"] = applied
-    return make_policy(name, env=env, **params)
-
-
-def execute_job(job: Job, progress: bool = False) -> RunResult:
-    """Compute ``job``'s run and return it, its configuration completed with the job's
-    specifications, :attr:`~Job.identity` (``"job"``) and ``"config_hash"``; no file is
-    written. Torch's and the BLAS's threads are pinned to one for the whole job; ``progress``
-    shows a bar over its rounds."""
-    with pinned_threads(1):
-        env_name, env_params = parse_spec(job.env_spec)
-        env_params.setdefault("horizon", job.T)
-        env = make_env(env_name, **env_params)
-        result = run(
-            build_policy(job.policy_spec, env, job.device),
-            env,
-            job.T,
-            seed=job.seed,
-            progress=progress,
-            checkpoints=job.checkpoints,
-            holdout_size=job.holdout_size,
-            threads=None,
-        )
-    result.config["policy"]["spec"] = job.policy_spec
-    result.config["env"]["spec"] = job.env_spec
-    result.config["job"] = job.identity
-    result.config["config_hash"] = job.config_hash
-    return result
-
-
-def attempt(job: Job, progress: bool = False) -> RunResult | Failure:
-    """:func:`execute_job`, with an exception it raises returned as a :class:`Failure` (the
-    task every executor runs, in whichever process)."""
+def attempt(job: Task, progress: bool = False) -> Any:
+    """``job.execute(progress)``, with an exception it raises returned as a :class:`Failure`
+    (what every executor runs, in whichever process)."""
     try:
-        return execute_job(job, progress)
+        return job.execute(progress)
     except Exception as exc:
         return _failure(job, exc)
 
 
-def _failure(job: Job, exc: BaseException, why: str = "") -> Failure:
+def _failure(job: Task, exc: BaseException, why: str = "") -> Failure:
     """The :class:`Failure` of ``job`` for the exception being handled, ``why`` before its
     message."""
-    return Failure(job, f"{type(exc).__name__}: {why}{exc}", traceback.format_exc())
+    return Failure(job, f"{type(exc).__name__}: {why}{exc}", traceback.format_exc(), exc)
 
 
 class Executor(Protocol):
@@ -218,9 +104,9 @@ class Executor(Protocol):
         """How many jobs run at once (for the progress display)."""
         ...
 
-    def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, RunResult | Failure]]:
-        """Compute every job; yield each with its result or :class:`Failure` as it finishes.
-        Leaving the iteration early (Ctrl-C included) cancels the jobs not yet started."""
+    def map_unordered(self, jobs: Sequence[T]) -> Iterator[tuple[T, Any]]:
+        """Compute every task; yield each with its result or :class:`Failure` as it finishes.
+        Leaving the iteration early (Ctrl-C included) cancels the tasks not yet started."""
         ...
 
     def close(self) -> None:
@@ -252,7 +138,7 @@ class LocalExecutor:
     def capacity(self) -> int:
         return self.workers
 
-    def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, RunResult | Failure]]:
+    def map_unordered(self, jobs: Sequence[T]) -> Iterator[tuple[T, Any]]:
         if self.workers <= 1 or len(jobs) <= 1:
             for job in jobs:
                 yield job, attempt(job, self.progress)
@@ -291,12 +177,12 @@ WORKER_DIED = (
 
 
 def _through_pool(
-    pool: ProcessPoolExecutor, waiting: deque[Job], workers: int
-) -> Generator[tuple[Job, RunResult | Failure], None, bool]:
+    pool: ProcessPoolExecutor, waiting: deque[T], workers: int
+) -> Generator[tuple[T, Any], None, bool]:
     """Compute the jobs of ``waiting`` (taken from it as they start) in ``pool``, at most one
     job per worker, until none is left or the pool breaks; the jobs running when it breaks are
     :class:`Failure`\\ s. Returns whether the pool broke."""
-    running: dict[Future[RunResult | Failure], Job] = {}
+    running: dict[Future[Any], T] = {}
     broken = False
     while running or (waiting and not broken):
         try:
@@ -387,8 +273,8 @@ class RayExecutor:
         """Nothing to release: a Ray instance this executor started stays up for the session
         (``ray.shutdown()`` stops it)."""
 
-    def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, RunResult | Failure]]:
-        devices = [job_device(job) for job in jobs]
+    def map_unordered(self, jobs: Sequence[T]) -> Iterator[tuple[T, Any]]:
+        devices = [job_device(job) if isinstance(job, Job) else None for job in jobs]
         for device in devices:
             if device is not None:
                 check_ray_device(device)
@@ -476,3 +362,28 @@ def make_executor(
             f"address is for the Ray backend, but backend 'local' is given with {address!r}"
         )
     return LocalExecutor(workers)
+
+
+__all__ = [
+    "BACKENDS",
+    "HASH_VERSION",
+    "WORKER_DIED",
+    "Executor",
+    "Failure",
+    "Job",
+    "LocalExecutor",
+    "RayExecutor",
+    "RayUnavailableError",
+    "Task",
+    "applied_device",
+    "attempt",
+    "build_env",
+    "build_policy",
+    "check_device",
+    "check_ray_device",
+    "execute_job",
+    "hash_identity",
+    "identity_of",
+    "job_device",
+    "make_executor",
+]

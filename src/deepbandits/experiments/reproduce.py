@@ -41,9 +41,9 @@ from deepbandits.experiments.config import ExperimentConfig, builtin_configs
 from deepbandits.experiments.executors import Executor, LocalExecutor
 from deepbandits.experiments.latency import run_latency
 from deepbandits.experiments.matched import matched_protocol, run_matched
+from deepbandits.experiments.report import REFERENCE_FILE, build_report, build_suite_report
+from deepbandits.experiments.report.load import find_comparisons
 from deepbandits.experiments.sweep import SweepFailedError
-from deepbandits.report import REFERENCE_FILE, build_report, build_suite_report
-from deepbandits.report.load import find_comparisons
 
 #: Hold-out checkpoints of Figs. calib_details_0..3 (``deepbandits demo`` uses them too).
 PAPER_CHECKPOINTS = (0, 2000, 5000, 7500)

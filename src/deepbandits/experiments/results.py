@@ -8,7 +8,6 @@ written as one Parquet file for polars or DuckDB.
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
@@ -21,8 +20,8 @@ from deepbandits.experiments.runner import (
     RunResult,
     UnfinishedRunError,
     load_finished,
-    run_files,
 )
+from deepbandits.experiments.sweep import is_run
 
 #: Columns :func:`load_results` puts before :data:`~deepbandits.experiments.runner.COLUMNS`.
 RUN_COLUMNS: dict[str, str] = {
@@ -33,19 +32,6 @@ RUN_COLUMNS: dict[str, str] = {
     "T": "rounds of the run",
     "config_hash": "hash of the run's configuration (Job.config_hash)",
 }
-
-
-def _is_run(json_path: Path) -> bool:
-    """Whether ``json_path`` belongs to a run: a table of records beside it, and the JSON
-    either unreadable (a damaged run) or a run's configuration (it has ``final_regret``)."""
-    stem = json_path.with_name(json_path.name.removesuffix(".json"))
-    if not any(path.exists() for path in run_files(stem)[1:]):
-        return False
-    try:
-        config = json.loads(json_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return True
-    return isinstance(config, dict) and "final_regret" in config
 
 
 def _label(run: RunResult, part: str) -> str:
@@ -87,7 +73,7 @@ def load_results(folder: str | Path) -> pd.DataFrame:
         raise DataNotFoundError(f"results folder {folder} does not exist")
     tables = []
     for json_path in sorted(folder.rglob("*.json")):
-        if not _is_run(json_path):
+        if not is_run(json_path):
             continue
         stem = json_path.with_name(json_path.name.removesuffix(".json"))
         try:

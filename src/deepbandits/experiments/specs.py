@@ -1,4 +1,5 @@
-"""The command line's ``name:key=value,key=value`` specifications and seed ranges."""
+"""Policy and environment specifications ``name:key=value,key=value`` and seed ranges: the one
+parser (:func:`parse_spec`) and the one writer (:func:`with_params`) of the package."""
 
 from __future__ import annotations
 
@@ -109,6 +110,23 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
             )
         params[key] = parse_value(value.strip())
     return name, params
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)  # shortest text that reads back as this float (never as an int)
+    return str(value)
+
+
+def with_params(spec: str, params: dict[str, Any]) -> str:
+    """``spec`` with ``params`` appended: ``with_params("linucb:lam=2", {"alpha": 0.5})``
+    → ``"linucb:lam=2,alpha=0.5"``; :func:`parse_spec` reads it back."""
+    name, _, rest = spec.strip().partition(":")
+    items = [rest.strip().strip(",")] if rest.strip().strip(",") else []
+    items += [f"{k}={_format_value(v)}" for k, v in params.items()]
+    return f"{name.strip()}:{','.join(items)}" if items else name.strip()
 
 
 def split_specs(args: list[str]) -> list[str]:

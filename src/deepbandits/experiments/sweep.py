@@ -39,15 +39,9 @@ from tqdm.auto import tqdm
 from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice
 from deepbandits.errors import DeepBanditsError, InputTypeError, InputValueError
-from deepbandits.experiments.executors import (
-    Executor,
-    Failure,
-    Job,
-    LocalExecutor,
-    hash_identity,
-    identity_of,
-)
-from deepbandits.experiments.runner import (
+from deepbandits.experiments.executors import Executor, Failure, LocalExecutor
+from deepbandits.experiments.jobs import Job, hash_identity, identity_of
+from deepbandits.experiments.storage import (
     FORMATS,
     RunResult,
     UnfinishedRunError,
@@ -89,6 +83,20 @@ def failed_path(stem: str | Path) -> Path:
     """Where a failed job at ``stem`` is recorded: ``<stem>.failed.json``."""
     stem = Path(stem)
     return stem.with_name(stem.name + ".failed.json")
+
+
+def is_run(json_path: Path) -> bool:
+    """Whether ``json_path`` belongs to a run rather than to a failure record or a hold-out
+    table: a table of records beside it, and the JSON either unreadable (a damaged run) or a
+    run's configuration (it has ``final_regret``)."""
+    stem = json_path.with_name(json_path.name.removesuffix(".json"))
+    if not any(path.exists() for path in run_files(stem)[1:]):
+        return False
+    try:
+        config = json.loads(json_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    return isinstance(config, dict) and "final_regret" in config
 
 
 def finished_run(job: Job) -> RunResult | None:

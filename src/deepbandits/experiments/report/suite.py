@@ -28,12 +28,17 @@ import pandas as pd
 from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.report.build import build_report, comparison_name, figure_blocks, summary_block
-from deepbandits.report.figures import MANIFEST, ReportFigure, read_manifest
-from deepbandits.report.load import find_comparisons, load_reference
-from deepbandits.report.paper import holding, paper_blocks, read_claims
-from deepbandits.report.render import Block, slug, to_html, to_markdown
-from deepbandits.report.tables import summary_table
+from deepbandits.experiments.report.build import (
+    build_report,
+    comparison_name,
+    figure_blocks,
+    summary_block,
+)
+from deepbandits.experiments.report.figures import MANIFEST, ReportFigure, read_manifest
+from deepbandits.experiments.report.load import find_comparisons, load_reference
+from deepbandits.experiments.report.paper import holding, paper_blocks, read_claims
+from deepbandits.experiments.report.render import Block, slug, to_html, to_markdown
+from deepbandits.experiments.report.tables import summary_table
 
 #: Kinds of experiment and the Markdown file each non-sweep kind writes into its folder.
 KINDS = ("sweep", "latency", "matched")

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from deepbandits.errors import DataError, DataNotFoundError
-from deepbandits.experiments.results import _is_run
-from deepbandits.experiments.runner import RunResult
-from deepbandits.experiments.sweep import failed_path
+from deepbandits.experiments.storage import RunResult
+from deepbandits.experiments.sweep import failed_path, is_run
 
 #: A comparison folder may hold this file (written by ``deepbandits reproduce``): the paper's
 #: values to print beside the measured ones (``"source"``, ``"metrics"``, ``"values"``) and its
@@ -44,9 +43,9 @@ class Comparison:
 
 def run_stems(policy_dir: Path) -> list[Path]:
     """Stems ``seed_<s>`` of the runs in one policy folder, sorted: a JSON with its records
-    beside it (:func:`deepbandits.experiments.results._is_run`; a failed job's
+    beside it (:func:`deepbandits.experiments.sweep.is_run`; a failed job's
     ``seed_<s>.failed.json`` is not a run)."""
-    jsons = sorted(p for p in policy_dir.glob("seed_*.json") if _is_run(p))
+    jsons = sorted(p for p in policy_dir.glob("seed_*.json") if is_run(p))
     return [p.with_name(p.name.removesuffix(".json")) for p in jsons]
 
 

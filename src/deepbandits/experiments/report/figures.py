@@ -15,7 +15,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._io import write_atomic
 from deepbandits.errors import DataError
-from deepbandits.experiments.runner import RunResult
+from deepbandits.experiments.report.load import Comparison
+from deepbandits.experiments.report.tables import has_values, seconds_per_100
+from deepbandits.experiments.storage import RunResult
 from deepbandits.metrics import (
     mean_estimation_error,
     mean_std,
@@ -31,8 +33,6 @@ from deepbandits.plotting import (
     save_figure,
     variance_traces,
 )
-from deepbandits.report.load import Comparison
-from deepbandits.report.tables import has_values, seconds_per_100
 
 #: Each comparison's report folder lists its figures in this file: a JSON list of
 #: ``{"key", "png", "svg", "caption"}`` (file names relative to the folder).

@@ -23,10 +23,10 @@ import pandas as pd
 
 from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.errors import DataError, InputTypeError, InputValueError
+from deepbandits.experiments.report.render import Block, fmt, interval, pm
+from deepbandits.experiments.report.tables import paired_values
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.metrics import paired_difference
-from deepbandits.report.render import Block, fmt, interval, pm
-from deepbandits.report.tables import paired_values
 
 #: Claim checks: ``{check: (against the best other policy, sign)}``. A claim holds when
 #: ``sign · (mean of the policy − mean of the other) < 0``; the other policy is ``than``, or

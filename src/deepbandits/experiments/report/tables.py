@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from deepbandits.experiments.runner import RunResult
+from deepbandits.experiments.report.load import Comparison
+from deepbandits.experiments.storage import RunResult
 from deepbandits.metrics import (
     holdout_calibration,
     mean_std,
@@ -18,7 +19,6 @@ from deepbandits.metrics import (
     reliability_curve,
     run_metrics,
 )
-from deepbandits.report.load import Comparison
 
 #: Metric columns of the per-run table (:func:`run_table`, the report's ``runs.csv``): those of
 #: :func:`~deepbandits.metrics.run_metrics`, cal₂ at the last checkpoint, wall time and seconds

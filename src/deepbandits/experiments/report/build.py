@@ -28,18 +28,25 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._io import write_atomic
 from deepbandits.errors import DataNotFoundError
-from deepbandits.metrics import DEFAULT_LEVELS
-from deepbandits.report.figures import ReportFigure, comparison_figures, write_manifest
-from deepbandits.report.load import (
+from deepbandits.experiments.report.figures import ReportFigure, comparison_figures, write_manifest
+from deepbandits.experiments.report.load import (
     REFERENCE_FILE,
     Comparison,
     configuration,
     find_comparisons,
     load_comparison,
 )
-from deepbandits.report.paper import CLAIMS_FILE, evaluate_claims, paper_blocks
-from deepbandits.report.render import Block, fmt, interval, pm, slug, to_html, to_markdown
-from deepbandits.report.tables import (
+from deepbandits.experiments.report.paper import CLAIMS_FILE, evaluate_claims, paper_blocks
+from deepbandits.experiments.report.render import (
+    Block,
+    fmt,
+    interval,
+    pm,
+    slug,
+    to_html,
+    to_markdown,
+)
+from deepbandits.experiments.report.tables import (
     METRICS,
     holdout_cal2_table,
     paired_table,
@@ -47,6 +54,7 @@ from deepbandits.report.tables import (
     run_table,
     summary_table,
 )
+from deepbandits.metrics import DEFAULT_LEVELS
 
 
 def summary_block(summary: pd.DataFrame) -> Block:

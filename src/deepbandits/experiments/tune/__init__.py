@@ -1,7 +1,7 @@
 """Hyperparameter tuning with Optuna (``deepbandits tune``).
 
-:func:`tune` searches a policy's declared hyperparameters (the class attribute ``search_space``,
-:mod:`deepbandits.policies.space`) for the lowest mean final cumulative regret over a set of
+:func:`tune` searches a policy's declared hyperparameters (:func:`search_space`, from
+:func:`~deepbandits.policies.policy_info`) for the lowest mean final cumulative regret over a set of
 *tuning* seeds, then compares the best setting with the untuned one on separate *evaluation*
 seeds (:func:`~deepbandits.experiments.compare.compare`), so the reported gain is not measured on
 the seeds it was selected on.
@@ -22,7 +22,6 @@ at the same point (:class:`CumulativeMedianPruner`).
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,20 +35,23 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from deepbandits._io import folder_lock, write_atomic
-from deepbandits._validation import check_choice, check_int, check_positive
+from deepbandits._validation import check_int, check_positive
 from deepbandits._version import __version__
-from deepbandits.envs import Environment, make_env
 from deepbandits.experiments.compare import compare
+from deepbandits.experiments.jobs import build_env
 from deepbandits.experiments.runner import run
-from deepbandits.experiments.specs import parse_spec
-from deepbandits.policies import CONFIGURATIONS, POLICIES, Policy, make_policy, policy_names
-from deepbandits.policies.space import Param
+from deepbandits.experiments.specs import parse_spec, with_params
+from deepbandits.experiments.tune.space import DIGITS, round_sig, rounded, search_space
+from deepbandits.experiments.tune.study import (
+    STUDY_NAME,
+    CumulativeMedianPruner,
+    check_seeds,
+    counts_toward_trials,
+    open_study,
+    trials_table,
+)
+from deepbandits.policies import make_policy
 
-#: Name of the study inside ``out/study.db``.
-STUDY_NAME = "deepbandits-tune"
-#: Significant digits of a searched real value (what the best specification shows and what every
-#: trial runs with).
-DIGITS = 4
 #: Finished trials before pruning starts.
 PRUNER_STARTUP_TRIALS = 5
 #: Intermediate reports per tuning seed.
@@ -93,233 +95,6 @@ class TuneResult:
     summary: pd.DataFrame
     path: Path
     default_spec: str = ""
-
-
-class CumulativeMedianPruner(optuna.pruners.MedianPruner):
-    """Median pruning for a quantity that only grows within a run, such as cumulative regret.
-
-    Optuna's :class:`~optuna.pruners.MedianPruner` compares a trial's *best* intermediate value
-    so far with the median of the other trials at the same step; for a growing cumulative regret
-    (minimised) the best value is the first one reported, so it would never prune. This pruner
-    compares the trial's *latest* value instead: a trial is stopped when its cumulative regret
-    at step ``s`` exceeds the median of the completed trials' values at ``s``.
-
-    Parameters
-    ----------
-    n_startup_trials : int, default=5
-        No pruning until this many trials have completed.
-    n_warmup_steps : int, default=0
-        No pruning before this step.
-    """
-
-    def __init__(self, n_startup_trials: int = 5, n_warmup_steps: int = 0) -> None:
-        super().__init__(n_startup_trials=n_startup_trials, n_warmup_steps=n_warmup_steps)
-        self.n_startup_trials = n_startup_trials
-        self.n_warmup_steps = n_warmup_steps
-
-    def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
-        step = trial.last_step
-        if step is None or step < self.n_warmup_steps:
-            return False
-        completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if len(completed) < self.n_startup_trials:
-            return False
-        others = [t.intermediate_values.get(step, math.nan) for t in completed]
-        others = [v for v in others if math.isfinite(v)]
-        if not others:
-            return False
-        value = trial.intermediate_values[step]
-        return bool(not math.isfinite(value) or value > float(np.median(others)))
-
-
-# ---------------------------------------------------------------------------- search spaces
-def policy_class(name: str) -> tuple[type[Policy], dict[str, Any]]:
-    """The class behind a registry name or named configuration, and the configuration's
-    settings (empty for a registry name)."""
-    check_choice(name, "policy", policy_names())
-    if name in CONFIGURATIONS:
-        base, settings = CONFIGURATIONS[name]
-        return POLICIES[base], dict(settings)
-    return POLICIES[name], {}
-
-
-def search_space(policy_spec: str, search: Sequence[str] | str | None = None) -> dict[str, Param]:
-    """The parameters :func:`tune` searches for ``policy_spec``.
-
-    The class's declared ``search_space`` without the parameters that are fixed: by the class
-    (``fixed_params`` of a preset: Neural-LinGreedy's ``alpha=0``), by a named configuration, or
-    by the specification itself (``"linucb:lam=2"`` searches only ``alpha``). ``search`` (names,
-    or one comma-separated string) restricts the result to those names.
-
-    Raises
-    ------
-    ValueError
-        For an unknown policy, a ``search`` name the class does not declare or that is fixed,
-        or when nothing is left to search.
-    """
-    name, given = parse_spec(policy_spec)
-    cls, settings = policy_class(name)
-    declared: dict[str, Param] = dict(cls.search_space)  # each inside its spec (Policy checks)
-    preset: dict[str, Any] = dict(getattr(cls, "fixed_params", {}))
-    fixed: dict[str, str] = {}
-    for key in declared:
-        if key in preset:
-            fixed[key] = f"{cls.__name__} fixes {key}={preset[key]!r}"
-        elif key in given:
-            fixed[key] = f"the specification sets {key}={given[key]!r}"
-        elif key in settings:
-            fixed[key] = f"configuration {name!r} sets {key}={settings[key]!r}"
-    searchable = [k for k in declared if k not in fixed]
-    if search is None:
-        names = searchable
-    else:
-        if isinstance(search, str):
-            search = [s.strip() for s in search.split(",") if s.strip()]
-        names = list(dict.fromkeys(search))
-        if not names:
-            raise ValueError("search names no parameter")
-        unknown = [k for k in names if k not in declared]
-        if unknown:
-            raise ValueError(
-                f"{cls.__name__} has no searchable parameter {', '.join(map(repr, unknown))}; "
-                f"it searches: {', '.join(searchable) or 'nothing'}"
-            )
-        for key in names:
-            if key in fixed:
-                raise ValueError(f"cannot search {key!r}: {fixed[key]}")
-    if not names:
-        raise ValueError(
-            f"nothing to search for {policy_spec!r}: {cls.__name__} declares "
-            f"{', '.join(declared) or 'no parameter'}"
-            + (f", all fixed ({'; '.join(fixed.values())})" if fixed else "")
-        )
-    return {k: declared[k] for k in names}
-
-
-# ---------------------------------------------------------------------------- specifications
-def round_sig(value: float, digits: int = DIGITS) -> float:
-    """``value`` rounded to ``digits`` significant digits (``0.031234567`` → ``0.03123``)."""
-    return float(f"{value:.{digits}g}")
-
-
-def _rounded(params: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: round_sig(v) if isinstance(v, float) and math.isfinite(v) else v
-        for k, v in params.items()
-    }
-
-
-def _format_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)  # shortest text that reads back as this float (never as an int)
-    return str(value)
-
-
-def with_params(policy_spec: str, params: dict[str, Any]) -> str:
-    """``policy_spec`` with ``params`` appended: ``with_params("linucb:lam=2", {"alpha": 0.5})``
-    → ``"linucb:lam=2,alpha=0.5"``."""
-    name, _, rest = policy_spec.strip().partition(":")
-    items = [rest.strip().strip(",")] if rest.strip().strip(",") else []
-    items += [f"{k}={_format_value(v)}" for k, v in params.items()]
-    return f"{name.strip()}:{','.join(items)}" if items else name.strip()
-
-
-# ---------------------------------------------------------------------------- files
-def _counts(trial: FrozenTrial) -> bool:
-    """Whether a trial counts towards ``n_trials``: finished, or failed by an error of its own
-    (a trial interrupted by a kill or Ctrl-C does not count, it is run again)."""
-    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
-        return True
-    return trial.state == TrialState.FAIL and "error" in trial.user_attrs
-
-
-def trials_table(study: optuna.Study, space: dict[str, Param]) -> pd.DataFrame:
-    """One row per trial: ``number``, ``state``, ``value`` (mean final regret over the tuning
-    seeds; empty unless complete), the parameters it ran with, ``last_step`` and
-    ``value_at_last_step`` (its latest intermediate report), ``seconds`` and ``error``."""
-    rows = []
-    for t in study.trials:
-        used = _rounded(t.params)
-        last = t.last_step
-        rows.append(
-            {
-                "number": t.number,
-                "state": t.state.name,
-                "value": t.value if t.state == TrialState.COMPLETE else None,
-                **{k: used.get(k) for k in space},
-                "last_step": last,
-                "value_at_last_step": t.intermediate_values.get(last) if last is not None else None,
-                "seconds": t.duration.total_seconds() if t.duration is not None else None,
-                "error": t.user_attrs.get("error", ""),
-            }
-        )
-    columns = ["number", "state", "value", *space, "last_step", "value_at_last_step"]
-    return pd.DataFrame(rows, columns=[*columns, "seconds", "error"])
-
-
-# ---------------------------------------------------------------------------- the tuner
-def _seeds(seeds: Sequence[int], name: str) -> list[int]:
-    out = [check_int(s, f"{name} seed", minimum=0) for s in seeds]
-    if not out:
-        raise ValueError(f"{name} seeds are empty")
-    repeated = sorted({s for s in out if out.count(s) > 1})
-    if repeated:
-        raise ValueError(f"{name} seeds repeat {', '.join(map(str, repeated))}")
-    return out
-
-
-def _make_env(env_spec: str, T: int) -> Environment:
-    """The environment of ``env_spec`` with ``horizon=T`` unless given, as compare's jobs."""
-    env_name, env_params = parse_spec(env_spec)
-    env_params.setdefault("horizon", T)
-    return make_env(env_name, **env_params)
-
-
-def _brief(key: str, value: Any, other: Any) -> Any:
-    """A study setting as an error message shows it: a search space by its names unless the
-    names are the same as in ``other`` (then the ranges differ)."""
-    if key == "search_space" and isinstance(value, dict) and isinstance(other, dict):
-        return ",".join(value) if list(value) != list(other) else value
-    return value
-
-
-def _open_study(
-    out: Path, attrs: dict[str, Any], seed: int, pruner: optuna.pruners.BasePruner
-) -> optuna.Study:
-    """Create ``out/study.db`` or reopen it; a study made with other settings is refused."""
-    out.mkdir(parents=True, exist_ok=True)
-    db = out / "study.db"
-    study = optuna.create_study(
-        storage=f"sqlite:///{db.resolve()}",
-        study_name=STUDY_NAME,
-        direction="minimize",
-        load_if_exists=True,
-        sampler=optuna.samplers.TPESampler(seed=seed),
-        pruner=pruner,
-    )
-    found = study.user_attrs.get("deepbandits")
-    if found is None:
-        if study.trials:
-            raise ValueError(f"{db} holds a study that deepbandits tune did not make")
-        study.set_user_attr("deepbandits", attrs)
-    elif found != attrs:
-        diff = [
-            f"{k} {_brief(k, found.get(k), attrs[k])!r} (now {_brief(k, attrs[k], found.get(k))!r})"
-            for k in attrs
-            if found.get(k) != attrs[k]
-        ]
-        raise ValueError(
-            f"{db} holds a study made with {'; '.join(diff)}; tune into another out folder or "
-            "delete that one to start again"
-        )
-    # A process killed mid-trial leaves it RUNNING: mark it failed (it will be run again).
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        study.tell(trial.number, state=TrialState.FAIL)
-    # Seeded by the trials already made, so a resumed study does not replay the same draws.
-    study.sampler = optuna.samplers.TPESampler(seed=seed + len(study.trials))
-    return study
 
 
 def tune(
@@ -383,8 +158,8 @@ def tune(
         or when no trial completed.
     """
     T = check_int(T, "T", minimum=1)
-    tuning = _seeds(tuning_seeds, "tuning")
-    evaluation = _seeds(eval_seeds, "evaluation")
+    tuning = check_seeds(tuning_seeds, "tuning")
+    evaluation = check_seeds(eval_seeds, "evaluation")
     overlap = sorted(set(tuning) & set(evaluation))
     if overlap:
         raise ValueError(
@@ -403,7 +178,7 @@ def tune(
     space = search_space(policy_spec, search)
     name, fixed = parse_spec(policy_spec)
     # a bad spec fails here, not later; the untuned values are the study's first trial
-    built = make_policy(name, env=_make_env(env_spec, T), **fixed)
+    built = make_policy(name, env=build_env(env_spec, T), **fixed)
     schedule = getattr(built, "train_schedule_", None)  # schedule fields left None resolve here
     untuned = {
         k: getattr(schedule, k) if v is None and hasattr(schedule, k) else v
@@ -422,13 +197,13 @@ def tune(
     }
 
     def objective(trial: optuna.Trial) -> float:
-        params = _rounded({k: p.suggest(trial, k) for k, p in space.items()})
+        params = rounded({k: p.suggest(trial, k) for k, p in space.items()})
         # the pruner needs PRUNER_STARTUP_TRIALS completed trials; asking it costs a database read
         completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         may_prune = len(completed) >= PRUNER_STARTUP_TRIALS
         finals = []
         for i, s in enumerate(tuning):
-            env = _make_env(env_spec, T)
+            env = build_env(env_spec, T)
             try:
                 policy = make_policy(name, env=env, **fixed, **params)
 
@@ -452,10 +227,10 @@ def tune(
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
             pruner = CumulativeMedianPruner(PRUNER_STARTUP_TRIALS, n_warmup_steps=warmup)
-            study = _open_study(out, attrs, seed, pruner)
+            study = open_study(out, attrs, seed, pruner)
             if not study.trials and len(first) == len(space):
                 study.enqueue_trial(first)  # so the tuned setting is never worse on tuning seeds
-            done = sum(_counts(t) for t in study.trials)
+            done = sum(counts_toward_trials(t) for t in study.trials)
             todo = None if n_trials is None else max(0, n_trials - done)
             if todo != 0:
                 bar = tqdm(total=n_trials, initial=done, desc="trials", disable=not progress)
@@ -491,7 +266,7 @@ def tune(
                 + f"); see {trials_path}"
             )
         best = study.best_trial
-        best_params = _rounded({k: best.params[k] for k in space})
+        best_params = rounded({k: best.params[k] for k in space})
         best_spec = with_params(policy_spec, best_params)
         if parse_spec(best_spec) != (name, {**fixed, **best_params}):
             raise RuntimeError(f"{best_spec!r} does not read back as {name} with {best_params}")
@@ -550,9 +325,10 @@ def tune(
 
 
 __all__ = [
+    "DIGITS",
+    "STUDY_NAME",
     "CumulativeMedianPruner",
     "TuneResult",
-    "policy_class",
     "round_sig",
     "search_space",
     "trials_table",

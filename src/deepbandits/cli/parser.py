@@ -1,0 +1,213 @@
+"""The command line's parser: every command, its options and their help texts."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from deepbandits.cli.arguments import (
+    SPEC_HELP,
+    Parser,
+    add_checkpoint_options,
+    add_experiment_options,
+    add_run_options,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    seed_list,
+)
+from deepbandits.cli.runs import DEMO_POLICIES
+from deepbandits.policies import policy_names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the whole command line, one subcommand per entry of
+    :data:`~deepbandits.cli.entry.COMMANDS`."""
+    parser = Parser(
+        prog="deepbandits",
+        description="Neural contextual bandits: run and compare policies on bandit environments.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_run = sub.add_parser(
+        "run",
+        help="run one policy over several seeds",
+        description=(
+            "Run one policy on one environment for each seed; write per-round CSV + JSON, "
+            "a summary table and a regret plot."
+        ),
+    )
+    p_run.add_argument(
+        "--policy", required=True, help=f"policy, {SPEC_HELP}; names: {', '.join(policy_names())}"
+    )
+    add_run_options(p_run, T=10000, seeds="0")
+    add_checkpoint_options(p_run)
+
+    p_cmp = sub.add_parser(
+        "compare",
+        help="compare several policies on the same seeds",
+        description=(
+            "Run several policies on one environment and the same seeds; print the table of "
+            "final regret (mean ± std) and plot cumulative regret with mean ± std bands."
+        ),
+    )
+    p_cmp.add_argument(
+        "--policy",
+        "--policies",
+        dest="policies",
+        nargs="+",
+        required=True,
+        metavar="POLICY",
+        help=(
+            f"policies, each {SPEC_HELP}; 'all' for every registered policy and named configuration"
+        ),
+    )
+    add_run_options(p_cmp, T=10000, seeds="0-4")
+    add_checkpoint_options(p_cmp)
+
+    p_demo = sub.add_parser(
+        "demo",
+        help="the README's demo comparison",
+        description=f"Compare {', '.join(DEMO_POLICIES)} on h1 (3 seeds), with hold-out "
+        "checkpoints at rounds 0, 2000, 5000, 7500, and write the report to OUT/report.",
+    )
+    add_run_options(p_demo, T=10000, seeds="0-2", out="results/demo")
+
+    p_rep = sub.add_parser(
+        "report",
+        help="tables and figures of a results folder",
+        description=(
+            "Turn every comparison under RESULTS into tables (final regret, cumulative reward, "
+            "calibration, sharpness, wall time: mean ± std over seeds) and figures, written as "
+            "OUT/index.html and OUT/README.md."
+        ),
+    )
+    p_rep.add_argument("results", type=Path, help="folder written by run/compare/reproduce")
+    p_rep.add_argument("--out", type=Path, default=Path("report"), help="default: report")
+
+    p_rep2 = sub.add_parser(
+        "reproduce",
+        help="run the paper's experiments (one, or --all) and report them",
+        description="Run an experiment of the paper, as its shipped config says (resumable: "
+        "finished runs are skipped), and write its report to OUT/report; --all runs every one "
+        "into OUT/<name> and builds one report over all of them (OUT/report). --list names "
+        "them with what each reproduces and its expected CPU time. --quick scales each down "
+        "(as its config's [quick] table says) to check that everything works. 'matched' also "
+        "takes --envs, --trials and --tuning-seeds.",
+    )
+    p_rep2.add_argument("experiment", nargs="?", default=None, help="experiment name (--list)")
+    p_rep2.add_argument("--list", action="store_true", help="list the experiments and exit")
+    p_rep2.add_argument("--all", action="store_true", help="run every experiment")
+    p_rep2.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: results/EXPERIMENT (--all: results/paper, or results/paper-quick)",
+    )
+    p_rep2.add_argument(
+        "--seeds",
+        type=seed_list,
+        default=None,
+        help="override the config's seeds, e.g. 0-1 (matched: evaluation seeds)",
+    )
+    p_rep2.add_argument(
+        "--T",
+        type=positive_int,
+        default=None,
+        help="override the config's horizon (matched: every environment)",
+    )
+    add_experiment_options(p_rep2)
+    p_rep2.add_argument("--envs", default=None, help="matched only: environments, e.g. h1,shuttle")
+    p_rep2.add_argument(
+        "--trials", type=positive_int, default=None, help="matched only: trials per tuning"
+    )
+    p_rep2.add_argument(
+        "--tuning-seeds",
+        type=seed_list,
+        default=None,
+        help="matched only: seeds of every trial (default 100-101)",
+    )
+
+    p_exp = sub.add_parser(
+        "experiment",
+        help="run or check your own experiment config (TOML)",
+        description="'run FILE' runs an experiment config written in the format of the shipped "
+        "ones (deepbandits/experiments/configs/*.toml; see the README) into OUT (default: "
+        "results/NAME) and writes its report; 'check FILE' only validates it and prints what "
+        "it would run.",
+    )
+    p_exp.add_argument("action", choices=("run", "check"), help="run or check")
+    p_exp.add_argument("config", type=Path, help="the TOML file")
+    p_exp.add_argument("--out", type=Path, default=None, help="default: results/NAME")
+    add_experiment_options(p_exp)
+
+    p_tune = sub.add_parser(
+        "tune",
+        help="tune a policy's hyperparameters (Optuna), then evaluate the best on other seeds",
+        description=(
+            "Search the policy's main hyperparameters (those its specification leaves out) for "
+            "the lowest mean final regret over the tuning seeds, then compare the best setting "
+            "with the untuned one on the evaluation seeds. Writes OUT/study.db (repeat the "
+            "command to resume), OUT/trials.csv, OUT/tune.json and OUT/eval/."
+        ),
+    )
+    p_tune.add_argument(
+        "--policy", required=True, help=f"policy, {SPEC_HELP}; keys given are not searched"
+    )
+    p_tune.add_argument("--env", default="h1", help=f"environment, {SPEC_HELP} (default: h1)")
+    p_tune.add_argument(
+        "--T", type=positive_int, default=2000, help="rounds per run (default: 2000)"
+    )
+    p_tune.add_argument(
+        "--tuning-seeds",
+        type=seed_list,
+        default="100-102",
+        help="seeds of every trial (default: 100-102)",
+    )
+    p_tune.add_argument(
+        "--eval-seeds",
+        type=seed_list,
+        default="0-4",
+        help="seeds of the final comparison, disjoint from the tuning seeds (default: 0-4)",
+    )
+    p_tune.add_argument(
+        "--trials",
+        type=positive_int,
+        default=None,
+        help="trials in the study, earlier ones in OUT included (default: 20, or no limit "
+        "with --timeout-minutes)",
+    )
+    p_tune.add_argument(
+        "--timeout-minutes",
+        type=positive_float,
+        default=None,
+        help="stop starting trials after this",
+    )
+    p_tune.add_argument(
+        "--search", default=None, help="search only these parameters, e.g. alpha,lam"
+    )
+    p_tune.add_argument("--seed", type=nonnegative_int, default=0, help="sampler seed (default: 0)")
+    p_tune.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="evaluation runs in parallel processes (default: 1)",
+    )
+    p_tune.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: results/tune/ENV/POLICY)"
+    )
+    p_tune.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+    p_list = sub.add_parser(
+        "list",
+        help="list registered policies and environments",
+        description="Print the registry names accepted by --policy and --env.",
+    )
+    p_list.add_argument(
+        "--params",
+        metavar="POLICY",
+        default=None,
+        help="print instead every parameter of POLICY (a name or configuration): its default, "
+        "type and range, and meaning",
+    )
+    return parser

@@ -1,0 +1,142 @@
+"""The ``preprocess`` step of the classification bandits: its options and the per-column
+statistics of ``"standardize"`` (see :mod:`deepbandits.envs.classification` for why
+standardisation is the default for your own data).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deepbandits.errors import InputValueError
+
+#: The ``preprocess`` options of :class:`~deepbandits.envs.classification.ClassificationEnv`
+#: (see that module's documentation).
+PREPROCESSING = ("standardize", "l2", "standardize+l2", "none")
+
+#: ``preprocess`` of bring-your-own data (arrays or a table file).
+DEFAULT_PREPROCESS = "standardize"
+
+#: Keywords that were removed, with what to write instead.
+REMOVED_KEYWORDS: dict[str, str] = {
+    "normalize": (
+        "normalize= was replaced by preprocess=: use preprocess='l2' for normalize=True (each "
+        "sample divided by its L2 norm, the paper's setting) or preprocess='none' for "
+        "normalize=False; options: " + ", ".join(map(repr, PREPROCESSING))
+    ),
+}
+
+#: A column whose standard deviation is below this fraction of its largest magnitude is
+#: constant up to rounding: its scale is 1.
+RELATIVE_STD_FLOOR = 1e-12
+
+# Rows per chunk when scanning X: about 2**20 values (8 MB in float64) at a time, so the
+# statistics of a large integer table never need a float64 copy of the whole of it.
+_CHUNK_VALUES = 1 << 20
+
+
+def check_removed_keywords(params: dict[str, Any] | Any) -> None:
+    """Raise ``InputValueError`` saying what replaces a removed keyword (``normalize``)."""
+    for key in params:
+        if key in REMOVED_KEYWORDS:
+            raise InputValueError(REMOVED_KEYWORDS[key])
+
+
+def _chunks(n: int, n_columns: int) -> range:
+    return range(0, n, max(1, _CHUNK_VALUES // max(n_columns, 1)))
+
+
+def check_finite_features(X: NDArray[Any]) -> None:
+    """Raise ``InputValueError`` naming the first (row, column) of ``X`` that is NaN or inf."""
+    if not np.issubdtype(X.dtype, np.inexact):
+        return
+    step = max(1, _CHUNK_VALUES // max(X.shape[1], 1))
+    for start in _chunks(len(X), X.shape[1]):
+        finite = np.isfinite(X[start : start + step])
+        if not finite.all():
+            row, col = np.argwhere(~finite)[0]
+            value = X[start + row, col]
+            raise InputValueError(
+                f"X contains NaN or inf: first at row {start + row}, column {col} ({value})"
+            )
+
+
+def _rows(X: NDArray[Any], start: int, step: int) -> NDArray[np.float64]:
+    """Rows ``start:start+step`` as a C-ordered float64 copy: the sums then add in the same order
+    whatever the memory layout of X (a C- or Fortran-ordered copy gives the same statistics)."""
+    return np.ascontiguousarray(X[start : start + step], dtype=np.float64)
+
+
+def column_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-column mean and scale of ``X`` for ``preprocess="standardize"``.
+
+    Computed in float64 over chunks of rows (never a float64 copy of the whole X), in two
+    passes (mean, then the squared deviations from it) on the columns divided by their largest
+    magnitude, so the sums can neither overflow nor lose the small deviations of a large
+    offset. The scale is the population standard deviation, or 1 for a constant column (std 0
+    or below :data:`RELATIVE_STD_FLOOR` of the column's largest magnitude).
+
+    Parameters
+    ----------
+    X : array ``[n, D]``
+        Finite numeric features (any dtype).
+
+    Returns
+    -------
+    mean, scale : arrays ``[D]`` (float64)
+        Both finite; every scale is > 0.
+    """
+    n, D = X.shape
+    step = max(1, _CHUNK_VALUES // max(D, 1))
+    magnitude = np.zeros(D)
+    for start in _chunks(n, D):
+        chunk = X[start : start + step]
+        high = chunk.max(axis=0).astype(np.float64)
+        low = chunk.min(axis=0).astype(np.float64)
+        magnitude = np.maximum(magnitude, np.maximum(high, -low))
+    magnitude[magnitude == 0] = 1.0
+    total = np.zeros(D)
+    for start in _chunks(n, D):
+        total += (_rows(X, start, step) / magnitude).sum(axis=0)
+    mean = total / n
+    squares = np.zeros(D)
+    for start in _chunks(n, D):
+        deviation = _rows(X, start, step) / magnitude - mean
+        squares += np.einsum("ij,ij->j", deviation, deviation)
+    std = np.sqrt(squares / n)
+    constant = ~(std > RELATIVE_STD_FLOOR)
+    scale = np.where(constant, 1.0, std * magnitude)
+    return mean * magnitude, scale
+
+
+def apply_preprocess(
+    x: NDArray[np.float64],
+    preprocess: str,
+    mean: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None,
+) -> NDArray[np.float64]:
+    """Apply ``preprocess`` in place to float64 samples ``x`` (``[D]`` or ``[m, D]``).
+
+    Parameters
+    ----------
+    x : array ``[D]`` or ``[m, D]`` (float64)
+        The samples; changed in place.
+    preprocess : str
+        One of :data:`PREPROCESSING`.
+    mean, scale : arrays ``[D]`` or None
+        The statistics of :func:`column_statistics`, given when ``preprocess`` standardises.
+
+    Returns
+    -------
+    array
+        ``x``.
+    """
+    if mean is not None and scale is not None:
+        x -= mean
+        x /= scale
+    if preprocess.endswith("l2"):
+        norm = np.linalg.norm(x, axis=-1, keepdims=True)
+        np.divide(x, norm, out=x, where=norm > 0)
+    return x
