@@ -4,6 +4,10 @@ One :class:`RidgeState` holds ``n_heads`` independent ridge regressions of the s
 a single head is the shared-θ LinUCB of the paper (one A for all arms); ``n_heads = K`` is the
 disjoint variant of Li et al. (2010), one A and b per arm. Everything is float64.
 
+The class keeps the state and decides when to re-invert; the pure Sherman–Morrison and inversion
+kernels it applies are in :mod:`deepbandits.linalg.rank_one`, and the bounds an observation must
+meet (:data:`STAT_LIMIT`) in :mod:`deepbandits.linalg.limits`.
+
 Accuracy of A⁻¹
 ---------------
 A⁻¹ is kept by Sherman–Morrison rank-one updates. The step to ``A + w x xᵀ`` shrinks A⁻¹ by the
@@ -32,7 +36,6 @@ is kept).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,50 +45,29 @@ from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
 from deepbandits.errors import InputValueError
+from deepbandits.linalg.limits import STAT_LIMIT, check_observation, within_limit
+from deepbandits.linalg.rank_one import (
+    EPS,
+    batched_theta,
+    exact_inverse,
+    rank_one_gain,
+    rank_one_step,
+    sherman_morrison_update,
+    ucb_width,
+)
+
+__all__ = ["DRIFT_TOL", "STAT_LIMIT", "RidgeState", "sherman_morrison_update"]
 
 Array = NDArray[np.float64]
 #: from this dimension on, rank-one updates are done in place (torch ``addr_``)
 _IN_PLACE_DIM = 256
-#: float64 unit roundoff ε
-_EPS = float(np.finfo(np.float64).eps) / 2
 #: an estimated drift of A⁻¹ (Σ ε·γ since the last exact inversion) past which A is re-inverted
 #: exactly. Measured against a long-double reference (d in 4..64, column scales spanning up to 10⁷,
 #: λ in [0.01, 100], weights over e^±4.5, every few updates from n = 2d on) the relative error of
 #: A⁻¹, θ and the widths stayed below 6e-11; well-scaled runs reach at most 1e-13 (h1, every
 #: ridge policy) and LinUCB on raw digits pixels 3e-12, so they never trigger it
 DRIFT_TOL = 1e-11
-#: bound on every product of one update (w·xxᵀ, (A⁻¹x)(A⁻¹x)ᵀ, w·r·x, A⁻¹b); an update that could
-#: exceed it is refused. Statistics then stay below n·1e100 after n updates, and their squares (the
-#: widths, θᵀAθ, ...) far below float64's 1.8e308.
-STAT_LIMIT = 1e100
 _INTEGER = (int, np.integer)
-
-
-def sherman_morrison_update(A_inv: Array, x: Array, weight: float) -> Array:
-    """Inverse of ``A + weight · x xᵀ`` from ``A⁻¹`` (Sherman–Morrison), for symmetric ``A``."""
-    Ax = A_inv @ x
-    return _rank_one_step(A_inv, Ax, weight / (1.0 + weight * float(x @ Ax)))
-
-
-def _rank_one_step(A_inv: Array, Ax: Array, scale: float) -> Array:
-    """``A⁻¹ − scale · (A⁻¹x)(A⁻¹x)ᵀ``, the Sherman–Morrison step given ``A⁻¹x``."""
-    return A_inv - (Ax[:, None] * Ax) * scale  # np.outer's product, without its overhead
-
-
-def _exact_inverse(A: Array, lam: float, symmetric: bool) -> Array | None:
-    """``inv(A)`` of ``A ⪰ λI`` (its symmetric part if ``symmetric``), or ``None`` when A is
-    singular in float64 (features so large against √λ that A's entries cannot hold λ), which
-    shows as an error or as entries beyond the bound 1/λ of every entry of A⁻¹."""
-    try:
-        A_inv = np.linalg.inv(A)
-    except np.linalg.LinAlgError:
-        return None
-    if not (-2.0 / lam <= A_inv.min() and A_inv.max() <= 2.0 / lam):  # also catches NaN
-        return None
-    # Rank-one steps leave the antisymmetric rounding of an LU inverse unchanged while A⁻¹
-    # shrinks: after a drift (A ill-conditioned, A⁻¹ about to shrink by large factors) it would
-    # grow without bound relative to A⁻¹, so such re-inversions keep the symmetric part.
-    return (A_inv + A_inv.T) / 2 if symmetric else A_inv
 
 
 class RidgeState:
@@ -171,9 +153,8 @@ class RidgeState:
             Ax_t = A_inv_t @ xt
             gain = 1.0 + weight * float(xt @ Ax_t)
         else:
-            Ax = A_inv @ x
-            gain = 1.0 + weight * float(x @ Ax)  # γ: A⁻¹ shrinks by this factor along x
-        drift = float(self.drift[head]) + _EPS * gain
+            Ax, gain = rank_one_gain(A_inv, x, weight)  # γ: A⁻¹ shrinks by this factor along x
+        drift = float(self.drift[head]) + EPS * gain
         # at most one drift re-inversion (O(d³)) per d updates: O(d²) amortised, as a rank-one step
         drifted = drift > DRIFT_TOL and n % self.dim == 0
         refresh = drifted or n % self.refresh_every == 0
@@ -182,13 +163,13 @@ class RidgeState:
             torch.from_numpy(A).addr_(xt, xt, alpha=weight)
         else:
             A += weight * (x[:, None] * x)
-        exact = _exact_inverse(A, self._lams[head], drifted) if refresh else None
+        exact = exact_inverse(A, self._lams[head], drifted) if refresh else None
         if exact is not None:
             A_inv[...] = exact
         elif in_place:
             A_inv_t.addr_(Ax_t, Ax_t, alpha=-weight / gain)
         else:
-            A_inv[...] = _rank_one_step(A_inv, Ax, weight / gain)
+            A_inv[...] = rank_one_step(A_inv, Ax, weight / gain)
         self.drift[head] = drift if exact is None else 0.0
         b = self.b[head]
         b += (weight * reward) * x
@@ -196,13 +177,8 @@ class RidgeState:
 
     def _check_update(self, x: Array, reward: float, weight: float, head: int) -> None:
         """Raise :class:`InputValueError` unless ``(x, reward, weight, head)`` is a valid
-        observation whose products in :meth:`update` all stay below :data:`STAT_LIMIT`.
-
-        As A ⪰ λI is symmetric positive definite, ``|A⁻¹ᵢⱼ| ≤ 1/λ``, ``xᵀA⁻¹x ≤ ‖x‖²/λ`` and
-        ``(A⁻¹x)ᵢ² ≤ ‖x‖²/λ²``: the two scalar bounds ``max(w, 1)·‖x‖²/min(λ, λ², 1)`` (A, A⁻¹)
-        and ``w·|r|·‖x‖/min(λ, 1)`` (b, θ) cover every product, and after n updates every
-        statistic is below n·STAT_LIMIT, so that even its square is finite. Both bounds are
-        false for a NaN or an infinity anywhere. O(d), reads no statistic.
+        observation whose products in :meth:`update` all stay below :data:`STAT_LIMIT`
+        (:func:`~deepbandits.linalg.limits.check_observation`). O(d), reads no statistic.
         """
         if not isinstance(head, _INTEGER) or not 0 <= head < self.n_heads:
             raise InputValueError(
@@ -210,31 +186,7 @@ class RidgeState:
             )
         if x.shape != (self.dim,):
             raise InputValueError(f"x must have shape ({self.dim},), but {x.shape} is given")
-        norm = math.hypot(*x.tolist())  # no overflow (numpy's x @ x warns past 1e154)
-        lam = float(self._lams[head])
-        if (
-            weight >= 0.0
-            and max(weight, 1.0) * norm * norm < STAT_LIMIT * min(lam, lam * lam, 1.0)
-            and weight * abs(reward) * norm < STAT_LIMIT * min(lam, 1.0)
-        ):
-            return
-        if math.isnan(norm):
-            raise InputValueError("x must be finite, but it has a NaN entry")
-        if not (math.isfinite(weight) and weight >= 0):
-            raise InputValueError(f"weight must be finite and >= 0, but {weight!r} is given")
-        if not math.isfinite(reward):
-            raise InputValueError(f"reward must be finite, but {reward!r} is given")
-        if not max(weight, 1.0) * norm * norm < STAT_LIMIT * min(lam, lam * lam, 1.0):
-            raise InputValueError(
-                f"x of norm {norm:.3g} with weight {weight:.3g} and λ = {lam:.3g} "
-                f"would take the ridge statistics A and A⁻¹ past {STAT_LIMIT:.0e}, the bound "
-                "of the products of one update; the update is refused"
-            )
-        raise InputValueError(
-            f"reward {reward:.3g} with weight {weight:.3g}, x of norm {norm:.3g} "
-            f"and λ = {lam:.3g} would take the ridge statistics b and θ past "
-            f"{STAT_LIMIT:.0e}, the bound of the products of one update; the update is refused"
-        )
+        check_observation(x, reward, weight, float(self._lams[head]))
 
     def update_many(
         self, X: Array, rewards: Array, weights: Array, heads: NDArray[np.int64]
@@ -259,17 +211,7 @@ class RidgeState:
             raise InputValueError(
                 f"heads must be {n} integers in [0, {self.n_heads}), but {heads!r} is given"
             )
-        with np.errstate(over="ignore", invalid="ignore"):
-            norm2 = np.einsum("nd,nd->n", X, X)
-            lam = self._lams[heads]
-            ok = (
-                (weights >= 0.0)
-                & (
-                    np.maximum(weights, 1.0) * norm2
-                    < STAT_LIMIT * np.minimum.reduce([lam, lam * lam, np.ones(n)])
-                )
-                & (weights * np.abs(rewards) * np.sqrt(norm2) < STAT_LIMIT * np.minimum(lam, 1.0))
-            )
+        ok = within_limit(X, rewards, weights, self._lams[heads])
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
             self._check_update(X[bad], float(rewards[bad]), float(weights[bad]), int(heads[bad]))
@@ -281,7 +223,7 @@ class RidgeState:
             self.b[h] += Xh.T @ (wh * rewards[rows])
             self.n_updates[h] += int(rows.sum())
         self.A_inv[touched] = np.linalg.inv(self.A[touched])
-        self.theta[touched] = np.einsum("hij,hj->hi", self.A_inv[touched], self.b[touched])
+        self.theta[touched] = batched_theta(self.A_inv[touched], self.b[touched])
         self.drift[touched] = 0.0
 
     def discount(self, gamma: float) -> None:
@@ -342,7 +284,7 @@ class RidgeState:
     def _invert_all(self) -> None:
         """A⁻¹ and θ of every head exactly from A and b."""
         self.A_inv = np.linalg.inv(self.A)
-        self.theta = np.einsum("hij,hj->hi", self.A_inv, self.b)
+        self.theta = batched_theta(self.A_inv, self.b)
         self.drift[:] = 0.0
 
     def score(
@@ -370,8 +312,7 @@ class RidgeState:
         else:
             Z = np.einsum("kd,kde->ke", X, self.A_inv[heads])
             mean = np.einsum("kd,kd->k", X, self.theta[heads])
-        width = np.sqrt(np.maximum(np.einsum("kd,kd->k", Z, X), 0.0))
-        return mean, width
+        return mean, ucb_width(Z, X)
 
     def score_each(self, X: Array) -> tuple[Array, Array]:
         """:meth:`score` of row k on head k (per-arm and per-block ridges), on A⁻¹ itself: no
@@ -381,8 +322,7 @@ class RidgeState:
         else:
             Z = np.einsum("kd,kde->ke", X, self.A_inv)
         mean = np.einsum("kd,kd->k", X, self.theta)
-        width = np.sqrt(np.maximum(np.einsum("kd,kd->k", Z, X), 0.0))
-        return mean, width
+        return mean, ucb_width(Z, X)
 
     def exact_inverse_error(self) -> float:
         """Largest entry of |A⁻¹ − inv(A)| over heads: the drift of the rank-one updates."""
