@@ -89,7 +89,7 @@ def test_neural_ts_samples_around_the_mean_with_its_width():
     X = rng.standard_normal((3, 4))
     p = db.NeuralTS(alpha=2.0, lam=3.0, hidden=8, seed=0)
     mean, width = p.predict(X)
-    draws = np.array([p._index(p._evaluate(X), X) for _ in range(4000)])
+    draws = np.array([p._index(p._evaluate(X)) for _ in range(4000)])
     np.testing.assert_allclose(draws.mean(0), mean, atol=0.15 * width.max())
     np.testing.assert_allclose(draws.std(0), 2.0 * np.sqrt(3.0) * width, rtol=0.08)
 
@@ -181,14 +181,15 @@ def test_save_adds_only_exploration_rounds_with_their_weight():
     rng = np.random.default_rng(5)
     X = rng.standard_normal((3, 5))
     arm = p.select(X)
-    layer, arms, _, _, widths = p._search(p._features_and_heads(X)[0])
+    phi = p.features.transform(X)[0]
+    layer, arms, _, _, widths = p.explore.search(phi, p.t_)
     assert layer == 0 and arm in arms  # nothing learned yet: every arm is wide at layer 1
     w = 0.5 / widths[0, arm]
-    phi = p._features_and_heads(X)[0][arm]
+    phi = phi[arm]
     p.update(X, arm, 0.7)
-    np.testing.assert_allclose(p.layers_.A[0], np.eye(4) / 4 + w * w * np.outer(phi, phi))
-    assert p.layers_.n_updates.tolist() == [1] + [0] * (len(p.levels_) - 1)
-    assert len(p.levels_) == 6  # ⌈log₂ 64⌉
+    np.testing.assert_allclose(p.explore.layers_.A[0], np.eye(4) / 4 + w * w * np.outer(phi, phi))
+    assert p.explore.layers_.n_updates.tolist() == [1] + [0] * (len(p.explore.levels_) - 1)
+    assert len(p.explore.levels_) == 6  # ⌈log₂ 64⌉
     with pytest.raises(ValueError, match="needs the horizon"):
         db.SaveNeuralLinUCB().select(X)
 
@@ -199,16 +200,16 @@ def test_mle_var_weights_by_predictive_variance():
     for _ in range(5):
         X = rng.standard_normal((3, 5))
         arm = p.select(X)
-        phi = p._features_and_heads(X)[0][arm]
+        phi = p.features.transform(X)[0][arm]
         expected = float(phi @ p.ridge_.A_inv[0] @ phi)
-        p.update(X, arm, 0.2)
-        assert p.last_update_["sigma2_hat"] == pytest.approx(expected)
-        assert p.last_update_["sigma2"] == pytest.approx(max(expected, 0.1**2 / 4))
+        learned = p.update(X, arm, 0.2)
+        assert learned.sigma2_hat == pytest.approx(expected)
+        assert learned.sigma2 == pytest.approx(max(expected, 0.1**2 / 4))
     assert p.get_params()["loss"] == "mle"
 
 
 def test_configurations_are_settings_not_classes():
-    assert type(db.make_policy("range-mle")) is db.NeuralSigma2LinUCB
+    assert db.make_policy("range-mle").recipe_ is db.NeuralSigma2LinUCB
     assert db.make_policy("oracle-mse").get_params()["variance"] == "oracle"
     assert db.make_policy("range-mle", loss="mse").get_params()["loss"] == "mse"
     names = db.policies.distinct_policy_names()

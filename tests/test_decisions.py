@@ -57,7 +57,7 @@ def test_learn_by_decision_or_id_and_a_second_reward_is_refused():
     with pytest.raises(DecisionError, match="not pending"):
         policy.learn("f" * 32, 1.0)
     assert policy.state_dict()["t"] == before["t"] == 2
-    np.testing.assert_array_equal(policy.ridge_.A, before["state"]["ridge"]["A"])
+    np.testing.assert_array_equal(policy.ridge_.A, before["state"]["head"]["ridge"]["A"])
 
 
 def test_learning_uses_what_the_policy_saw_when_it_decided():
@@ -67,7 +67,7 @@ def test_learning_uses_what_the_policy_saw_when_it_decided():
     )
     waiting = policy.decide(contexts(0))
     play(policy, db.make_env("h1", d=D, n_arms=K, seed=0), 5)  # trains 5 times meanwhile
-    phi_now = policy._features_and_heads(contexts(0))[0][waiting.arm]
+    phi_now = policy.features.transform(contexts(0))[0][waiting.arm]
     assert not np.allclose(phi_now, waiting.features)
     A = policy.ridge_.A[0].copy()
     weight = 1.0  # neural-linucb: unweighted ridge

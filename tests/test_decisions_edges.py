@@ -86,7 +86,7 @@ def test_decide_batch_on_blocks_is_deciding_one_at_a_time():
     for p in (batch, one):
         for i in range(5):
             p.learn(p.decide(blocks(i)), 0.1 * i)
-    assert batch.by_block_
+    assert batch.head.by_block_
     many = batch.decide_batch([blocks(10 + i) for i in range(6)])
     single = [one.decide(blocks(10 + i)) for i in range(6)]
     assert [d.arm for d in many] == [d.arm for d in single]
@@ -156,13 +156,13 @@ def test_save_searches_only_the_available_arms():
     policy = make("save-neural-linucb", **{**NET, "horizon": 1000})
     X = contexts(3)
     policy.learn(policy.decide(X), 0.5)
-    phi = policy._features_and_heads(X)[0]
+    phi = policy.features.transform(X)[0]
     # layer 0 has learned every direction but one seen only by arm 1 (masked below)
     u = np.linalg.svd(phi[[0, 2]])[2][-2:]  # the directions orthogonal to arms 0 and 2
     u = u[np.argmax(np.abs(u @ phi[1]))]
     A_inv = 1e-8 * np.eye(len(u)) + 100.0 * np.outer(u, u)
-    policy.layers_.A_inv[0], policy.layers_.A[0] = A_inv, np.linalg.inv(A_inv)
-    layer, arms, *_ = policy._search(phi)
+    policy.explore.layers_.A_inv[0], policy.explore.layers_.A[0] = A_inv, np.linalg.inv(A_inv)
+    layer, arms, *_ = policy.explore.search(phi, policy.t_)
     assert layer == 0 and list(arms) == [1]  # arm 1 is the only wide one
     twin = make("save-neural-linucb", **{**NET, "horizon": 1000})
     twin.load_state_dict(policy.state_dict())
@@ -438,7 +438,7 @@ def test_merge_of_per_block_replicas_with_their_base():
     for i in range(10):
         whole.update(blocks(10 + i), int(rng.integers(K)), float(rng.random()))
     left.merge(right, base=base)
-    assert left.by_block_ and left.t_ == whole.t_ == 13
+    assert left.head.by_block_ and left.t_ == whole.t_ == 13
     np.testing.assert_allclose(left.ridge_.A, whole.ridge_.A, rtol=1e-12)
     np.testing.assert_allclose(left.ridge_.theta, whole.ridge_.theta, rtol=1e-8, atol=1e-12)
 

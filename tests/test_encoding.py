@@ -105,7 +105,7 @@ def test_linucb_on_blocks_keeps_one_small_ridge_per_block():
     policy = db.make_policy("linucb")
     X = block_encode(np.ones(D), K)
     policy.update(X, policy.select(X), 1.0)
-    assert policy.by_block_ and policy.ridge_.A_inv.shape == (K, D, D)
+    assert policy.head.by_block_ and policy.ridge_.A_inv.shape == (K, D, D)
     with pytest.raises(ValueError, match="fitted on block-encoded contexts"):
         policy.select(X.dense())
 

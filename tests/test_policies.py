@@ -101,28 +101,25 @@ def test_range_variance_uses_pre_update_mean():
     p = db.Sigma2LinUCB(reward_range=(0.0, 2.0), R=1.0, seed=0)
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
     p.select(X)
-    p.update(X, 0, 1.5)
-    assert p.last_update_["sigma2_hat"] == pytest.approx(0.0)  # θ₀ = 0 → (2 − 0)(0 − 0)
-    assert p.last_update_["sigma2"] == pytest.approx(0.5)  # floor R²/d = 1/2
+    learned = p.update(X, 0, 1.5)
+    assert learned.sigma2_hat == pytest.approx(0.0)  # θ₀ = 0 → (2 − 0)(0 − 0)
+    assert learned.sigma2 == pytest.approx(0.5)  # floor R²/d = 1/2
     mu = float(p.ridge_.theta[0] @ X[0])
-    p.update(X, 0, 1.5)
-    assert p.last_update_["sigma2_hat"] == pytest.approx((2 - mu) * (mu - 0))
-    assert p.last_update_["sigma2"] == pytest.approx(max((2 - mu) * mu, 0.5))
+    learned = p.update(X, 0, 1.5)
+    assert learned.sigma2_hat == pytest.approx((2 - mu) * (mu - 0))
+    assert learned.sigma2 == pytest.approx(max((2 - mu) * mu, 0.5))
 
 
 def test_oracle_weights_and_schedule():
     X = np.eye(3)
     p = db.Sigma2LinUCB(variance="oracle", R=1.0)
-    p.update(X, 1, 0.3, sigma2=2.0)
-    assert p.last_update_["sigma2"] == 2.0
+    assert p.update(X, 1, 0.3, sigma2=2.0).sigma2 == 2.0
     np.testing.assert_allclose(p.ridge_.A[0], np.eye(3) + np.diag([0, 0.5, 0]))
-    p.update(X, 1, 0.3, sigma2=0.01)
-    assert p.last_update_["sigma2"] == pytest.approx(1 / 3)
+    assert p.update(X, 1, 0.3, sigma2=0.01).sigma2 == pytest.approx(1 / 3)
     s = db.Sigma2LinUCB(variance="schedule", schedule="linear:1:0:3")
     used = []
     for _ in range(3):
-        s.update(X, 0, 0.0)
-        used.append(s.last_update_["sigma2"])
+        used.append(s.update(X, 0, 0.0).sigma2)
     np.testing.assert_allclose(used, [1.0, 0.5, 1 / 3])
     with pytest.raises(ValueError, match="has 3 values but round 4"):
         s.update(X, 0, 0.0)
@@ -196,8 +193,8 @@ def test_warmup_prior_follows_the_mean_weight_then_returns_to_lambda():
     for t in range(1, 101):
         rnd = env.next_round()
         arm = policy.select(rnd.contexts)
-        policy.update(rnd.contexts, arm, env.reward(arm), reward_range=rnd.reward_range)
-        weights.append(1.0 / policy.last_update_["sigma2"])
+        learned = policy.update(rnd.contexts, arm, env.reward(arm), reward_range=rnd.reward_range)
+        weights.append(1.0 / learned.sigma2)
         expected = warmup_prior(2.0, np.mean(weights), t, SMALL_NET["train_start"])
         assert policy.ridge_.lam == pytest.approx(expected, rel=1e-12)
         if t == 5:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deepbandits._validation import check_choice, check_unknown_keys
-from deepbandits.errors import InputTypeError, InputValueError
+from deepbandits.errors import CheckpointError, InputTypeError, InputValueError
 from deepbandits.policies.params import (
     DECISION_DEFAULTS,
     DECISION_SPECS,
@@ -94,6 +95,18 @@ class Recipe:
 
     def __call__(self, **params: Any) -> Policy:
         return self.build(params)
+
+    def load(self, path: str | Path) -> Policy:
+        """Read a policy of this recipe written by :meth:`Policy.save
+        <deepbandits.policies.Policy.save>`; a file of another recipe raises
+        :class:`~deepbandits.errors.CheckpointError`."""
+        from deepbandits.policies.checkpoint import load_policy
+
+        policy = load_policy(path)
+        if policy.recipe_ is None or policy.recipe_.name != self.name:
+            held = policy.recipe_.name if policy.recipe_ is not None else type(policy).__name__
+            raise CheckpointError(f"{path} holds a {held} policy, not a {self.name} one")
+        return policy
 
     def __repr__(self) -> str:
         return f"Recipe({self.name!r})"

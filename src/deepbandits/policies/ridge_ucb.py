@@ -138,6 +138,16 @@ class RidgeUCB(Policy):
         return self.trainer.n_trainings_ if self.trainer is not None else 0
 
     @property
+    def learner_(self) -> Any:
+        """The trainer's network learner, with its history (None without a trainer)."""
+        return self.trainer.learner_ if self.trainer is not None else None
+
+    @property
+    def train_schedule_(self) -> Any:
+        """When the network trains (None without a trainer), as NeuralUCB's."""
+        return self.trainer.schedule_ if self.trainer is not None else None
+
+    @property
     def _vectorised(self) -> bool:  # type: ignore[override]
         return not self.explore.samples and not getattr(self.explore, "sequential", False)
 

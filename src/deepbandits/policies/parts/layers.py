@@ -176,7 +176,7 @@ class LayeredSearch(_Deterministic):
         radii = save_radius(self.levels_, var_hat, t + 1, len(lam), self.R, self.M, self.delta)
         return self.beta_scale * radii
 
-    def _search(
+    def search(
         self, phi: Array, t: int
     ) -> tuple[int | None, NDArray[np.int64], Array, Array, Array]:
         L, K = len(self.levels_), len(phi)
@@ -194,7 +194,7 @@ class LayeredSearch(_Deterministic):
         n_arms = len(ev.features)
         available = None if ev.mask is None else np.flatnonzero(ev.mask)
         phi = ev.features if available is None else ev.features[available]
-        layer, arms, scores, means, widths = self._search(phi, sit.t)
+        layer, arms, scores, means, widths = self.search(phi, sit.t)
         if available is not None:  # back to the request's arm indices
             arms = available[arms]
             means, widths = (on_arms(v, available, n_arms) for v in (means, widths))
@@ -212,7 +212,7 @@ class LayeredSearch(_Deterministic):
             layer, arms, widths = ev.search
         else:
             assert ev.features is not None
-            layer, arms, _, _, widths = self._search(ev.features, t)
+            layer, arms, _, _, widths = self.search(ev.features, t)
         if layer is None or arm not in arms:  # an exploit round: stored in no layer
             return {}
         return {"layer": layer, "width": float(widths[layer, arm])}
