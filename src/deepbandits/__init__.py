@@ -18,6 +18,7 @@ Quick start::
     runs = db.load_results("results/my")   # every run of a folder: one row per round
 """
 
+from deepbandits import policies
 from deepbandits._version import __version__
 from deepbandits.datasets import Dataset, data_home, dataset_names, load_dataset
 from deepbandits.encoding import BlockContexts, block_encode
@@ -55,7 +56,7 @@ from deepbandits.experiments import (
 from deepbandits.experiments.config import load_config
 from deepbandits.experiments.reproduce import reproduce_all, run_experiment
 from deepbandits.linalg import RidgeState
-from deepbandits.policies import (
+from deepbandits.policies import (  # noqa: F401 (in __all__ by the names policies exports)
     BootstrappedNN,
     Decision,
     KernelUCB,
@@ -78,8 +79,9 @@ from deepbandits.policies import (
 )
 
 __all__ = [
+    # the names imported from deepbandits.policies above, as it exports them
+    *(name for name in policies.__all__ if name in globals()),
     "BlockContexts",
-    "BootstrappedNN",
     "CallOrderError",
     "CheckpointError",
     "CheckpointNotFoundError",
@@ -88,29 +90,15 @@ __all__ = [
     "DataError",
     "DataNotFoundError",
     "Dataset",
-    "Decision",
     "DecisionError",
     "DeepBanditsError",
     "Environment",
     "InputTypeError",
     "InputValueError",
-    "KernelUCB",
-    "LinUCB",
-    "NeuralGradientBandit",
-    "NeuralLinGreedy",
-    "NeuralLinUCB",
-    "NeuralSigma2LinUCB",
-    "NeuralTS",
-    "NeuralUCB",
     "NumericalError",
-    "Policy",
-    "Recipe",
     "RidgeState",
-    "RidgeUCB",
     "Round",
     "RunResult",
-    "SaveNeuralLinUCB",
-    "Sigma2LinUCB",
     "SyntheticEnv",
     "TuneResult",
     "__version__",
@@ -121,13 +109,9 @@ __all__ = [
     "env_names",
     "load_config",
     "load_dataset",
-    "load_policy",
     "load_results",
     "make_env",
     "make_executor",
-    "make_policy",
-    "policy_names",
-    "register_policy",
     "reproduce_all",
     "run",
     "run_experiment",

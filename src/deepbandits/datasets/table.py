@@ -22,10 +22,12 @@ both a ``FileNotFoundError`` and a ``TableError``.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -44,6 +46,8 @@ TABLE_SUFFIXES: dict[str, str] = {
 
 #: Compression suffixes accepted after a text suffix (``data.csv.gz``); pandas decompresses.
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip")
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class TableError(DataError):
@@ -306,3 +310,34 @@ def read_table(
         sha256=_sha256(file),
         label=label,
     )
+
+
+#: :func:`read_table`'s keyword-only options (which columns are read, and how): what a function
+#: that reads a table for its caller passes on besides the path and the label
+#: (:func:`takes_table_options`).
+TABLE_OPTIONS: tuple[str, ...] = tuple(
+    name
+    for name, param in inspect.signature(read_table).parameters.items()
+    if param.kind is param.KEYWORD_ONLY
+)
+
+
+def takes_table_options(function: F) -> F:
+    """Declare that ``function(..., **params)`` passes :func:`read_table`'s options among its
+    ``params`` on to it (:func:`pop_table_options`): its signature, as
+    :func:`inspect.signature`, ``help()`` and ``make_env``'s check of the keywords see it,
+    becomes its own parameters, then read_table's :data:`TABLE_OPTIONS` (keyword-only, with
+    their types and defaults, written once in :func:`read_table`), then ``**params``."""
+    signature = inspect.signature(function)
+    *own, rest = signature.parameters.values()
+    if rest.kind is not rest.VAR_KEYWORD:
+        raise TypeError(f"{function.__qualname__} must end with **params to take table options")
+    options = [inspect.signature(read_table).parameters[name] for name in TABLE_OPTIONS]
+    new = signature.replace(parameters=[*own, *options, rest])
+    function.__signature__ = new  # type: ignore[attr-defined]
+    return function
+
+
+def pop_table_options(params: dict[str, Any]) -> dict[str, Any]:
+    """The :data:`TABLE_OPTIONS` given in ``params`` (for :func:`read_table`), taken out of it."""
+    return {name: params.pop(name) for name in TABLE_OPTIONS if name in params}

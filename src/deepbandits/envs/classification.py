@@ -41,7 +41,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import check_arm, check_bool, check_choice, check_int, check_seed
 from deepbandits.datasets import load_dataset
-from deepbandits.datasets.table import TableError, read_table
+from deepbandits.datasets.table import (
+    TableError,
+    pop_table_options,
+    read_table,
+    takes_table_options,
+)
 from deepbandits.encoding import block_encode
 from deepbandits.envs.base import Environment, Holdout, Round
 from deepbandits.envs.labels import encode_labels
@@ -221,21 +226,17 @@ class ClassificationEnv(Environment):
         return env
 
     @classmethod
+    @takes_table_options
     def from_table(
-        cls,
-        path: str | os.PathLike[str],
-        label: str,
-        *,
-        features: list[str] | None = None,
-        categorical: list[str] | None = None,
-        **params: Any,
+        cls, path: str | os.PathLike[str], label: str, **params: Any
     ) -> ClassificationEnv:
         """The classification bandit of a table file: ``make_env("table", path=..., label=...)``.
 
         Parameters
         ----------
         path, label, features, categorical
-            As in :func:`~deepbandits.datasets.table.read_table`.
+            As in :func:`~deepbandits.datasets.table.read_table` (its keyword-only options,
+            :data:`~deepbandits.datasets.table.TABLE_OPTIONS`, are taken from ``params``).
         **params
             The constructor's keywords (``preprocess``, default ``"standardize"``;
             ``encoding``, ``dynamic_range``, ``horizon``, ``seed``).
@@ -254,7 +255,7 @@ class ClassificationEnv(Environment):
             message then names the file).
         """
         check_removed_keywords(params)
-        table = read_table(path, label, features=features, categorical=categorical)
+        table = read_table(path, label, **pop_table_options(params))
         try:
             env = cls(table.X, table.y, **params)
         except ValueError as exc:

@@ -19,8 +19,8 @@ from deepbandits._validation import check_int, check_seed
 from deepbandits.envs.base import Environment, Round
 from deepbandits.errors import InputValueError
 from deepbandits.experiments.runner import give_horizon
-from deepbandits.policies.policy import Policy
 from deepbandits.policies.decision import Decision
+from deepbandits.policies.policy import Policy
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,19 @@ class ConfigFile(Table):
 
 class OptionsFile(ConfigFile):
     """A kind whose table (``[latency]``, ``[matched]``: named as the kind) holds the options
-    of one function, and whose ``[quick.<kind>]`` replaces some of them."""
+    of one function, and whose ``[quick.<kind>]`` replaces some of them. Its model is made by
+    :func:`options_file`; a kind's checks across keys are its :meth:`check_options`."""
+
+    @model_validator(mode="after")
+    def _options_accepted(self) -> OptionsFile:
+        """:meth:`check_options` of the full options and of the quick ones."""
+        for where, quick in ((self.KIND, False), (f"quick.{self.KIND}", True)):
+            self.check_options(self.options(quick), where)
+        return self
+
+    def check_options(self, options: dict[str, Any], where: str) -> None:
+        """Refuse (:func:`~deepbandits.experiments.config.errors.bad`, at ``where``) options
+        whose keys do not go together; every set of valid keys goes together here."""
 
     def options(self, quick: bool) -> dict[str, Any]:
         """The options of the kind's table, with ``[quick.<kind>]``'s replaced when
@@ -130,3 +142,28 @@ def partial(table: type[Table], name: str) -> type[Table]:
         field: (info.rebuild_annotation(), None) for field, info in table.model_fields.items()
     }
     return create_model(name, __base__=Table, **fields)
+
+
+def options_file(kind: str, table: type[Table]) -> type[OptionsFile]:
+    """The model of a config file of kind ``kind``: its table ``[kind]`` is ``table`` (named
+    ``<Stem>Table``), and ``[quick]`` holds ``[quick.<kind>]`` (``Quick<Stem>``), whose keys
+    replace those of ``[kind]`` (``Quick<Stem>Table``, :func:`partial`). A kind subclasses it,
+    adding its :meth:`~OptionsFile.check_options`."""
+    stem = table.__name__.removesuffix("Table")
+    replaced = partial(table, f"Quick{stem}Table")
+    quick: type[Table] = create_model(
+        f"Quick{stem}",
+        __base__=Table,
+        __module__=table.__module__,
+        __doc__=f"``[quick]`` of a config of kind {kind!r}.",
+        **{kind: (replaced | None, None)},  # type: ignore[dict-item]
+    )
+    model = create_model(
+        f"{stem}OptionsFile",
+        __base__=OptionsFile,
+        __module__=table.__module__,
+        __doc__=f"A config file of kind {kind!r}.",
+        **{kind: (table, ...), "quick": (quick, quick())},  # type: ignore[dict-item]
+    )
+    model.KIND = kind
+    return model

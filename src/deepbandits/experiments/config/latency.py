@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any
 
-from pydantic import model_validator
-
-from deepbandits.experiments.config.common import OptionsFile, partial
+from deepbandits.experiments.config.common import options_file
 from deepbandits.experiments.config.errors import bad
 from deepbandits.experiments.config.fields import (
     Count,
@@ -40,31 +38,14 @@ class LatencyTable(Table):
     paper: Timings = {}  # noqa: RUF012 (pydantic copies a default)
 
 
-#: ``[quick.latency]``: keys of ``[latency]`` replaced.
-QuickLatencyTable = partial(LatencyTable, "QuickLatencyTable")
+class LatencyFile(options_file("latency", LatencyTable)):  # type: ignore[misc]
+    """A config file of kind ``"latency"``: ``[latency]``, and ``[quick.latency]`` replacing
+    some of its keys."""
 
-
-class QuickLatency(Table):
-    """``[quick]`` of a latency experiment."""
-
-    latency: QuickLatencyTable | None = None  # type: ignore[valid-type]
-
-
-class LatencyFile(OptionsFile):
-    """A config file of kind ``"latency"``."""
-
-    KIND: ClassVar[str] = "latency"
-
-    latency: LatencyTable
-    quick: QuickLatency = QuickLatency()
-
-    @model_validator(mode="after")
-    def _paper_names_policies(self) -> LatencyFile:
-        for where, quick in (("latency", False), ("quick.latency", True)):
-            options = self.options(quick)
-            names = {*options["policies"], *(parse_spec(p)[0] for p in options["policies"])}
-            for name in options["paper"]:
-                if name not in names:
-                    expected = f"a policy of {where}.policies ({', '.join(options['policies'])})"
-                    bad(expected, at=f"{where}.paper.{name}", shown=repr(name))
-        return self
+    def check_options(self, options: dict[str, Any], where: str) -> None:
+        """Every policy of ``paper`` is one of ``policies`` (by specification or name)."""
+        names = {*options["policies"], *(parse_spec(p)[0] for p in options["policies"])}
+        for name in options["paper"]:
+            if name not in names:
+                expected = f"a policy of {where}.policies ({', '.join(options['policies'])})"
+                bad(expected, at=f"{where}.paper.{name}", shown=repr(name))

@@ -5,11 +5,9 @@ protocol's settings are written once."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import model_validator
-
-from deepbandits.experiments.config.common import OptionsFile, partial
+from deepbandits.experiments.config.common import options_file
 from deepbandits.experiments.config.errors import bad
 from deepbandits.experiments.config.fields import (
     AnyTable,
@@ -50,30 +48,14 @@ class MatchedTable(Table):
     sampler_seed: Seed = DEFAULTS["sampler_seed"]
 
 
-#: ``[quick.matched]``: keys of ``[matched]`` replaced.
-QuickMatchedTable = partial(MatchedTable, "QuickMatchedTable")
+class MatchedFile(options_file("matched", MatchedTable)):  # type: ignore[misc]
+    """A config file of kind ``"matched"``: ``[matched]``, and ``[quick.matched]`` replacing
+    some of its keys."""
 
-
-class QuickMatched(Table):
-    """``[quick]`` of a matched protocol."""
-
-    matched: QuickMatchedTable | None = None  # type: ignore[valid-type]
-
-
-class MatchedFile(OptionsFile):
-    """A config file of kind ``"matched"``."""
-
-    KIND: ClassVar[str] = "matched"
-
-    matched: MatchedTable
-    quick: QuickMatched = QuickMatched()
-
-    @model_validator(mode="after")
-    def _protocol_checks(self) -> MatchedFile:
-        for where, quick in (("matched", False), ("quick.matched", True)):
-            try:
-                protocol_of(self.options(quick)).check()
-            except ValueError as e:
-                expected = "settings MatchedProtocol.check() accepts"
-                bad(expected, at=where, shown="settings it refuses", detail=str(e))
-        return self
+    def check_options(self, options: dict[str, Any], where: str) -> None:
+        """The protocol of the options is one :meth:`MatchedProtocol.check` accepts."""
+        try:
+            protocol_of(options).check()
+        except ValueError as e:
+            expected = "settings MatchedProtocol.check() accepts"
+            bad(expected, at=where, shown="settings it refuses", detail=str(e))
