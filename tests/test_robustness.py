@@ -146,6 +146,48 @@ def test_every_bad_call_is_refused_and_changes_nothing(name, params):
         play(policy, db.make_env("h1", d=D, n_arms=K, seed=5), 3)
 
 
+#: Attributes a user may read of any policy (getters and fitted attributes).
+GETTERS = ("n_features_in_", "t_", "n_trainings_", "ridge_", "network_", "recipe_")
+
+
+def read_only_calls(policy: db.Policy, d: int) -> list[tuple[str, Any]]:
+    """(label, call) of every call that only reads: predict, parameters, state, getters."""
+    X = np.random.default_rng(7).standard_normal((K, d))
+    calls: list[tuple[str, Any]] = [
+        ("predict", lambda: policy.predict(X)),
+        ("get_params", policy.get_params),
+        ("get_params-deep", lambda: policy.get_params(deep=True)),
+        ("state_dict", policy.state_dict),
+        ("repr", lambda: repr(policy)),
+        ("pending", policy.pending_.counts),
+    ]
+    calls += [(name, lambda name=name: getattr(policy, name, None)) for name in GETTERS]
+    return calls
+
+
+@pytest.mark.parametrize(("name", "params"), POLICY_CASES, ids=[c[0] for c in POLICY_CASES])
+def test_read_only_calls_change_nothing_on_fresh_and_fitted_policies(name, params):
+    """predict, the getters and the state of a fresh policy leave it fresh (any context
+    dimension still accepted next); on a fitted one they leave state and generator as they
+    were, so the trajectory goes on as if they had not been made."""
+    fresh = db.make_policy(name, seed=0, **params)
+    for label, call in read_only_calls(fresh, D + 3):
+        before = fresh.state_dict()
+        call()
+        assert fresh.n_features_in_ is None, (name, label)
+        assert same(fresh.state_dict(), before), (name, label)
+    fresh.decide(np.ones((K, D)))  # the dimension predict saw is not fixed
+    assert fresh.n_features_in_ == D
+    policy, twin = fitted(name, params), fitted(name, params)
+    for label, call in read_only_calls(policy, D):
+        before = policy.state_dict()
+        call()
+        assert same(policy.state_dict(), before), (name, label)
+    env = db.make_env("h1", d=D, n_arms=K, seed=5)
+    twin_env = db.make_env("h1", d=D, n_arms=K, seed=5)
+    np.testing.assert_array_equal(play(policy, env, 5), play(twin, twin_env, 5))
+
+
 def _param_cases() -> list[tuple[str, str, Any]]:
     """(policy, parameter, bad value) for every numeric or flag parameter of every policy."""
     cases = []
