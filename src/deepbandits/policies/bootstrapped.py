@@ -22,9 +22,9 @@ from deepbandits.networks.learner import (
     seeded_generator,
 )
 from deepbandits.policies.choice import greedy_propensities
-from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context
+from deepbandits.policies.evaluation import Evaluation, Feedback, Learned
 from deepbandits.policies.params import NETWORK_SPECS, Spec
-from deepbandits.policies.policy import Observed, Policy
+from deepbandits.policies.policy import Policy
 from deepbandits.policies.space import HIDDEN, LR, TRAIN_STEPS, Param
 
 Array = NDArray[np.float64]
@@ -111,20 +111,11 @@ class BootstrappedNN(Policy):
         n_available = len(index) if mask is None else int(mask.sum())
         return (1.0 - epsilon) * float(np.mean(shares)) + epsilon / n_available
 
-    def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
-        return Observation(arm_context(X, arm))
-
-    def _learn(
-        self,
-        obs: Observed,
-        reward: float,
-        sigma2: float | None,
-        reward_range: tuple[float, float] | None,
-    ) -> Learned:
+    def _learn(self, feedback: Feedback) -> Learned:
         copies = self._rng.poisson(1.0, len(self.members_))
         for member, k in zip(self.members_, copies, strict=True):
             for _ in range(k):
-                member.history.append(obs.context, reward, 1.0, 0)
+                member.history.append(feedback.obs.context, feedback.reward, 1.0, 0)
         if self.train_schedule_.should_train(self.t_ + 1):
             start = time.perf_counter()
             for member in self.members_:

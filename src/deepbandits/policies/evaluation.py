@@ -5,7 +5,8 @@ and what the parts computed on the way (the features the head scored, each row's
 ensemble's outputs, SAVE's search); the choice adds the request's mask, the number of tied top
 arms and, when the decision shows other numbers than those it chose on, ``shown``. An
 :class:`Observation` is what learning from the arm played needs; a pending
-:class:`~deepbandits.policies.decision.Decision` carries the same fields.
+:class:`~deepbandits.policies.decision.Decision` carries the same fields. A :class:`Feedback`
+is one checked reward with what it is learned from.
 """
 
 from __future__ import annotations
@@ -68,6 +69,18 @@ class Observation:
     features: Array | None = None
     head: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """One reward to learn, checked: what the policy observed of the arm played (an
+    :class:`Observation`, or the pending :class:`~deepbandits.policies.decision.Decision`), the
+    reward, the oracle σ² given with it and the reward range in force."""
+
+    obs: Any
+    reward: float
+    sigma2: float | None = None
+    reward_range: tuple[float, float] | None = None
 
 
 def context_rows(context: Any) -> Contexts:

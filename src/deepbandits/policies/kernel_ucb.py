@@ -27,13 +27,12 @@ from deepbandits._convert import as_numpy
 from deepbandits.errors import InputValueError
 from deepbandits.policies.evaluation import (
     Evaluation,
+    Feedback,
     Learned,
-    Observation,
-    arm_context,
     context_rows,
 )
 from deepbandits.policies.params import ALPHA_SPEC, LAM_SPEC, REFRESH_EVERY_SPEC, Spec
-from deepbandits.policies.policy import Observed, Policy
+from deepbandits.policies.policy import Policy
 from deepbandits.policies.space import ALPHA, Param, log_float
 
 Array = NDArray[np.float64]
@@ -172,18 +171,9 @@ class KernelUCB(Policy):
     def _index(self, ev: Evaluation) -> Array:
         return ev.mean + self._params["alpha"] * ev.width
 
-    def _observe(self, X: Array, arm: int, ev: Evaluation | None) -> Observation:  # type: ignore[override]
-        return Observation(arm_context(X, arm))
-
-    def _learn(
-        self,
-        obs: Observed,
-        reward: float,
-        sigma2: float | None,
-        reward_range: tuple[float, float] | None,
-    ) -> Learned:
+    def _learn(self, feedback: Feedback) -> Learned:
         p = self._params
-        x = context_rows(obs.context)
+        x, reward = context_rows(feedback.obs.context), feedback.reward
         n = len(self.y_)
         self._check_learn_many(1)
         k = self._k(self.X_, x)[:, 0]

@@ -23,13 +23,11 @@ from deepbandits._validation import (
 )
 from deepbandits.errors import DecisionError, InputTypeError, InputValueError
 from deepbandits.policies.decision import Decision
-from deepbandits.policies.evaluation import Learned, Observation
+from deepbandits.policies.evaluation import Feedback, Learned
 from deepbandits.policies.transaction import atomic
 
 if TYPE_CHECKING:
     from deepbandits.policies.policy import Policy
-
-Observed = Observation | Decision
 
 
 def check_reward(
@@ -94,17 +92,11 @@ def update(
         X = policy._check(contexts)
         arm = check_arm(arm, X.shape[0])
         checked = check_reward(policy, reward, sigma2, reward_range)
-        return _learn_one(policy, policy._observe(X, arm, None), *checked)
+        return _learn_one(policy, Feedback(policy._observe(X, arm, None), *checked))
 
 
-def _learn_one(
-    policy: Policy,
-    obs: Observed,
-    reward: float,
-    sigma2: float | None,
-    bounds: tuple[float, float] | None,
-) -> Learned:
-    learned = policy._learn(obs, reward, sigma2, bounds)
+def _learn_one(policy: Policy, feedback: Feedback) -> Learned:
+    learned = policy._learn(feedback)
     policy.t_ += 1
     return learned
 
@@ -131,7 +123,7 @@ def learn(
     found = policy.pending_.lookup(decision, latest, now)
     checked = check_reward(policy, reward, sigma2, reward_range)
     with atomic(policy):
-        learned = _learn_one(policy, found, *checked)
+        learned = _learn_one(policy, Feedback(found, *checked))
     policy.pending_.pop(found.id)
     policy.pending_.expire(latest, now)
     return learned
@@ -194,14 +186,13 @@ def learn_batch(
     if len(set(ids)) != n:
         twice = next(i for i in ids if ids.count(i) > 1)
         raise DecisionError(f"decision {twice} appears twice: a decision takes one reward")
-    checked = [
-        check_reward(policy, r, v, b) for r, v, b in zip(rewards_list, s2, ranges, strict=True)
+    batch = [
+        Feedback(obs, *check_reward(policy, r, v, b))
+        for obs, r, v, b in zip(found, rewards_list, s2, ranges, strict=True)
     ]
     policy._check_learn_many(n)
     with atomic(policy):
-        learned = policy._learn_many(
-            found, [c[0] for c in checked], [c[1] for c in checked], [c[2] for c in checked]
-        )
+        learned = policy._learn_many(batch)
     for decision_id in ids:
         policy.pending_.pop(decision_id)
     policy.pending_.expire(latest, now)

@@ -40,9 +40,8 @@ from deepbandits.networks.learner import (
 from deepbandits.networks.mlp import add_outer_, as_input
 from deepbandits.policies.evaluation import (
     Evaluation,
+    Feedback,
     Learned,
-    Observation,
-    arm_context,
     context_rows,
 )
 from deepbandits.policies.params import (
@@ -53,7 +52,7 @@ from deepbandits.policies.params import (
     Spec,
 )
 from deepbandits.policies.parts.explore import UCB, Situation, Thompson, thompson_scale
-from deepbandits.policies.policy import Observed, Policy
+from deepbandits.policies.policy import Policy
 from deepbandits.policies.space import ALPHA, HIDDEN, LAM, LR, TRAIN_STEPS, Param
 
 Array = NDArray[np.float64]
@@ -212,18 +211,10 @@ class NeuralGradientBandit(Policy):
             self.explore_.propensity(ev, index, ev.mask, arm, sit, self._params["epsilon"])
         )
 
-    def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
-        return Observation(arm_context(X, arm))
-
-    def _learn(
-        self,
-        obs: Observed,
-        reward: float,
-        sigma2: float | None,
-        reward_range: tuple[float, float] | None,
-    ) -> Learned:
+    def _learn(self, feedback: Feedback) -> Learned:
         net = self.learner_.network
-        x = as_input(context_rows(obs.context), self.device_)
+        context = feedback.obs.context
+        x = as_input(context_rows(context), self.device_)
         with torch.no_grad():
             if self.z_ is None:  # Z += g gᵀ/m, diagonal part: δ² ⊗ a² per layer
                 _, deltas, acts = output_gradients(net, x)
@@ -234,7 +225,7 @@ class NeuralGradientBandit(Policy):
             else:
                 _, g = per_sample_gradients(net, x)
                 self.z_.update(g[0].to("cpu", torch.float64).numpy(), 0.0, 1.0 / self._m)
-        self.learner_.history.append(obs.context, reward, 1.0, 0)
+        self.learner_.history.append(context, feedback.reward, 1.0, 0)
         if self.train_schedule_.should_train(self.t_ + 1):
             start = time.perf_counter()
             self.learner_.train_reward_model(self.train_schedule_, self._torch_gen)

@@ -282,6 +282,8 @@ DECISION_DEFAULTS: dict[str, Any] = {
     "max_pending": 100_000,
     "when_full": "expire-oldest",
 }
+#: The keywords of every policy: its seed and the options for live use.
+COMMON_SPECS: dict[str, Spec] = {"seed": SEED_SPEC, **DECISION_SPECS}
 #: Forgetting for drifting data, on the policies whose statistics are sums (ridge heads).
 DISCOUNT_SPECS: dict[str, Spec] = {
     "discount": Spec(

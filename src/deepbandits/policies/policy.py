@@ -22,12 +22,11 @@ from deepbandits._validation import check_unknown_keys
 from deepbandits.encoding import BlockContexts, Contexts, check_contexts
 from deepbandits.errors import InputValueError
 from deepbandits.policies import acting, checkpoint, learning, merging
-from deepbandits.policies.decision import Decision, PendingDecisions
-from deepbandits.policies.evaluation import Evaluation, Observation
+from deepbandits.policies.decision import PendingDecisions
+from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation, arm_context
 from deepbandits.policies.params import (
+    COMMON_SPECS,
     DECISION_DEFAULTS,
-    DECISION_SPECS,
-    SEED_SPEC,
     Spec,
     check_param,
     check_search_space,
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from deepbandits.policies.registry import Recipe
 
 Array = NDArray[np.float64]
-Observed = Observation | Decision
 CLASSES: dict[str, type[Policy]] = {}
 
 
@@ -71,7 +69,7 @@ class Policy(ABC):
     #: Whether the policy works on BlockContexts directly (the others get the dense matrix).
     block_contexts: ClassVar[bool] = False
     #: The type, range and meaning of every keyword parameter (merged along the class chain).
-    param_specs: ClassVar[dict[str, Spec]] = {"seed": SEED_SPEC, **DECISION_SPECS}
+    param_specs: ClassVar[dict[str, Spec]] = dict(COMMON_SPECS)
     #: Hyperparameters searched by ``deepbandits tune``, each inside its parameter's spec.
     search_space: ClassVar[dict[str, Param]] = {}
     #: Whether scoring or learning draws random numbers before a check that may still fail.
@@ -222,34 +220,23 @@ class Policy(ABC):
         index); policies that sample override it."""
         return exact
 
-    @abstractmethod
     def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
-        """What learning from ``arm`` needs, from the evaluation of ``X`` when there is one."""
+        """What learning from ``arm`` needs, from the evaluation of ``X`` when there is one:
+        its context (policies that learn from features add them)."""
+        return Observation(arm_context(X, arm))
 
     @abstractmethod
-    def _learn(
-        self,
-        obs: Observed,
-        reward: float,
-        sigma2: float | None,
-        reward_range: tuple[float, float] | None,
-    ) -> dict[str, float]:
-        """Learn one reward; return the update's diagnostics."""
+    def _learn(self, feedback: Feedback) -> Learned:
+        """Learn one reward; return what learning did."""
 
-    def _learn_many(
-        self,
-        observations: Sequence[Observed],
-        rewards: list[float],
-        sigma2: list[float | None],
-        ranges: list[tuple[float, float] | None],
-    ) -> dict[str, float]:
+    def _learn_many(self, batch: Sequence[Feedback]) -> Learned:
         """Learn several rewards (in order); the ridge family overrides it with one batched
         update."""
-        info: dict[str, float] = {}
-        for obs, reward, s2, bounds in zip(observations, rewards, sigma2, ranges, strict=True):
-            info = self._learn(obs, reward, s2, bounds)
+        learned = Learned()
+        for feedback in batch:
+            learned = self._learn(feedback)
             self.t_ += 1
-        return info
+        return learned
 
     def _check_learn_many(self, n: int) -> None:
         """Raise, before anything is learned, if ``n`` more rewards cannot all be learned."""

@@ -13,6 +13,7 @@ from typing import Any
 from deepbandits.networks.learner import NETWORK_PARAMS
 from deepbandits.networks.training import LOSSES
 from deepbandits.policies.params import (
+    COMMON_SPECS,
     DELTA_SPEC,
     DISCOUNT_DEFAULTS,
     DISCOUNT_SPECS,
@@ -170,19 +171,30 @@ def ridge_family(p: dict[str, Any], options: dict[str, Any]) -> RidgeUCB:
 
 
 def _ridge_recipe(
-    name: str, doc: str, specs: dict[str, Spec], defaults: dict[str, Any], **kwargs: Any
+    name: str,
+    doc: str,
+    specs: dict[str, Spec],
+    defaults: dict[str, Any],
+    *,
+    weighted: bool = False,
+    **kwargs: Any,
 ) -> Any:
+    """A ridge-family recipe; ``weighted``: a σ² method (Eq. 9–10), whose ridge is weighted by
+    Eq. 13's range bound unless told otherwise and never unweighted."""
     from deepbandits.policies.registry import Recipe
 
+    if weighted:
+        defaults = {**defaults, "variance": "range"}
+        kwargs["forbidden"] = {"variance": "none"}
     return Recipe(name, doc, specs, defaults, ridge_family, **kwargs)
 
 
 def _class_recipe(name: str, cls: type[Any], doc: str, **kwargs: Any) -> Any:
     """A recipe for a policy class with keyword parameters of its own."""
-    from deepbandits.policies.registry import _COMMON_SPECS, Recipe
+    from deepbandits.policies.registry import Recipe
 
-    specs = {k: v for k, v in cls.param_specs.items() if k not in _COMMON_SPECS}
-    defaults = {k: v for k, v in cls().get_params().items() if k not in _COMMON_SPECS}
+    specs = {k: v for k, v in cls.param_specs.items() if k not in COMMON_SPECS}
+    defaults = {k: v for k, v in cls().get_params().items() if k not in COMMON_SPECS}
 
     def factory(p: dict[str, Any], options: dict[str, Any]) -> Any:
         return cls(**p, **options)
@@ -209,9 +221,9 @@ def builtin_recipes() -> dict[str, Any]:
             "sigma2-linucb",
             "σ²-LinUCB: LinUCB with the variance-weighted ridge of Eq. 9–10",
             RIDGE_SPECS,
-            {**RIDGE_DEFAULTS, "variance": "range"},
+            RIDGE_DEFAULTS,
             search_space=RIDGE_SEARCH,
-            forbidden={"variance": "none"},
+            weighted=True,
         ),
         "neural-ucb": _class_recipe(
             "neural-ucb",
@@ -242,10 +254,9 @@ def builtin_recipes() -> dict[str, Any]:
         "neural-sigma2-linucb": _ridge_recipe(
             "neural-sigma2-linucb",
             "Neural-σ²-LinUCB (Algorithm 1): UCB on φ(x; w), ridge weighted by 1/σ̄²ₜ (Eq. 10, 13)",
-            NEURAL_SPECS,
-            {**NEURAL_DEFAULTS, "variance": "range"},
+            **neural,
             search_space=NEURAL_SEARCH,
-            forbidden={"variance": "none"},
+            weighted=True,
         ),
         "save-neural-linucb": _ridge_recipe(
             "save-neural-linucb",

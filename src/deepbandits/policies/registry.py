@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.errors import CheckpointError, InputTypeError, InputValueError
 from deepbandits.policies.params import (
+    COMMON_SPECS,
     DECISION_DEFAULTS,
-    DECISION_SPECS,
-    SEED_SPEC,
     Spec,
     check_param,
     check_search_space,
@@ -30,8 +29,6 @@ from deepbandits.policies.space import Param
 
 if TYPE_CHECKING:
     from deepbandits.envs.base import Environment
-
-_COMMON_SPECS = {"seed": SEED_SPEC, **DECISION_SPECS}
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,7 @@ class Recipe:
     forbidden: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        specs = {**_COMMON_SPECS, **self.specs}
+        specs = {**COMMON_SPECS, **self.specs}
         for key, value in self.forbidden.items():
             spec = specs[key]
             if spec.kind == "choice":
@@ -87,8 +84,8 @@ class Recipe:
         p = {**DECISION_DEFAULTS, "seed": None, **self.defaults, **params, **self.fixed}
         for key, spec in self.specs.items():
             p[key] = check_param(key, spec, p[key])
-        options = {k: p[k] for k in _COMMON_SPECS}
-        policy = self.factory({k: v for k, v in p.items() if k not in _COMMON_SPECS}, options)
+        options = {k: p[k] for k in COMMON_SPECS}
+        policy = self.factory({k: v for k, v in p.items() if k not in COMMON_SPECS}, options)
         policy.recipe_ = self
         policy._recipe_params = p
         return policy

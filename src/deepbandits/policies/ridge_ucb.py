@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from deepbandits.encoding import BlockContexts, Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.networks.learner import seeded_generator
-from deepbandits.policies.evaluation import Evaluation, Learned, Observation, arm_context
+from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation, arm_context
 from deepbandits.policies.params import HORIZON_SPEC, REWARD_RANGE_SPEC, Spec
 from deepbandits.policies.parts.explore import UCB, Situation
 from deepbandits.policies.parts.features import IdentityFeatures, NetworkFeatures, stack_contexts
@@ -41,7 +41,7 @@ from deepbandits.policies.parts.variance import (
     round_variance,
     variance_floor,
 )
-from deepbandits.policies.policy import Observed, Policy
+from deepbandits.policies.policy import Policy
 
 Array = NDArray[np.float64]
 
@@ -280,45 +280,29 @@ class RidgeUCB(Policy):
         )
 
     # ------------------------------------------------------------------ learning
-    def _weights(
-        self,
-        observations: Sequence[Observed],
-        sigma2: Sequence[float | None],
-        ranges: Sequence[tuple[float, float] | None],
-    ) -> list[tuple[float, float]]:
-        """(σ̄²ₜ, raw σ²ₜ) of each observation, from the head as it is (Eq. 9–13)."""
+    def _weights(self, batch: Sequence[Feedback]) -> list[tuple[float, float]]:
+        """(σ̄²ₜ, raw σ²ₜ) of each reward, from the head as it is (Eq. 9–13)."""
         source, head = self.variance, self.head
         if not source.weighted:  # unit weights (Eq. 5)
-            return [(1.0, float("nan"))] * len(observations)
+            return [(1.0, float("nan"))] * len(batch)
         out = []
-        for i, (obs, s2, bounds) in enumerate(zip(observations, sigma2, ranges, strict=True)):
-            mean, predictive = head.estimate(obs.features, obs.head, source.needs)  # type: ignore[arg-type]
-            est = RoundEstimate(self.t_ + i, mean, predictive, s2, bounds)
+        for i, fb in enumerate(batch):
+            mean, predictive = head.estimate(fb.obs.features, fb.obs.head, source.needs)
+            est = RoundEstimate(self.t_ + i, mean, predictive, fb.sigma2, fb.reward_range)
             out.append(round_variance(source, est, self.dim_))
         return out
 
-    def _learn(
-        self,
-        obs: Observed,
-        reward: float,
-        sigma2: float | None,
-        reward_range: tuple[float, float] | None,
-    ) -> Learned:
-        return self._learn_many([obs], [reward], [sigma2], [reward_range], count=False)
+    def _learn(self, feedback: Feedback) -> Learned:
+        return self._learn_many([feedback], count=False)
 
-    def _learn_many(
-        self,
-        observations: Sequence[Observed],
-        rewards: list[float],
-        sigma2: list[float | None],
-        ranges: list[tuple[float, float] | None],
-        count: bool = True,
-    ) -> Learned:
+    def _learn_many(self, batch: Sequence[Feedback], count: bool = True) -> Learned:
         """All the rewards by one batched ridge update, each weighted with the model as it is
         at the call (σ̂² of Eq. 13 from θ before the batch); SAVE's layers learn one by one."""
-        if getattr(self.explore, "sequential", False) and len(observations) > 1:
-            return super()._learn_many(observations, rewards, sigma2, ranges)
-        used = self._weights(observations, sigma2, ranges)
+        if getattr(self.explore, "sequential", False) and len(batch) > 1:
+            return super()._learn_many(batch)
+        observations = [fb.obs for fb in batch]
+        rewards = [fb.reward for fb in batch]
+        used = self._weights(batch)
         phis = np.stack([o.features for o in observations])  # type: ignore[arg-type]
         heads = np.array([o.head for o in observations], dtype=np.int64)
         weights = [1.0 / u[0] for u in used]
