@@ -24,9 +24,12 @@ def rank_one_gain(A_inv: Array, x: Array, weight: float) -> tuple[Array, float]:
     return Ax, 1.0 + weight * float(x @ Ax)
 
 
-def rank_one_step(A_inv: Array, Ax: Array, scale: float) -> Array:
-    """``A⁻¹ − scale · (A⁻¹x)(A⁻¹x)ᵀ``, the Sherman–Morrison step given ``A⁻¹x``."""
-    return A_inv - (Ax[:, None] * Ax) * scale  # np.outer's product, without its overhead
+def rank_one_step(A_inv: Array, Ax: Array, scale: float, out: Array | None = None) -> Array:
+    """``A⁻¹ − scale · (A⁻¹x)(A⁻¹x)ᵀ``, the Sherman–Morrison step given ``A⁻¹x`` (into ``out``,
+    which may be ``A_inv`` itself)."""
+    step = Ax[:, None] * Ax  # np.outer's product, without its overhead
+    step *= scale
+    return np.subtract(A_inv, step, out=out)
 
 
 def sherman_morrison_update(A_inv: Array, x: Array, weight: float) -> Array:

@@ -162,18 +162,21 @@ class RidgeState:
         if in_place:
             torch.from_numpy(A).addr_(xt, xt, alpha=weight)
         else:
-            A += weight * (x[:, None] * x)
+            outer = x[:, None] * x
+            if weight != 1.0:  # w·(xxᵀ), the same numbers as the product with w = 1 skipped
+                outer *= weight
+            A += outer
         exact = exact_inverse(A, self._lams[head], drifted) if refresh else None
         if exact is not None:
             A_inv[...] = exact
         elif in_place:
             A_inv_t.addr_(Ax_t, Ax_t, alpha=-weight / gain)
         else:
-            A_inv[...] = rank_one_step(A_inv, Ax, weight / gain)
+            rank_one_step(A_inv, Ax, weight / gain, out=A_inv)
         self.drift[head] = drift if exact is None else 0.0
         b = self.b[head]
         b += (weight * reward) * x
-        self.theta[head] = A_inv @ b
+        np.matmul(A_inv, b, out=self.theta[head])
 
     def _check_update(self, x: Array, reward: float, weight: float, head: int) -> None:
         """Raise :class:`InputValueError` unless ``(x, reward, weight, head)`` is a valid

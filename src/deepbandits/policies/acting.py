@@ -1,7 +1,7 @@
 """Acting: choosing arms for one request or many, and predicting.
 
-:func:`decide` and :func:`decide_batch` share one path (:func:`_decide_requests`) and one choice
-rule (:func:`~deepbandits.policies.choice.choose_arms`): a request is scored by the policy's
+:func:`decide` and :func:`decide_batch` share one path per request (:func:`_choose_request`) and one
+choice rule (:mod:`~deepbandits.policies.choice`): a request is scored by the policy's
 ``_evaluate`` and ``_index``; a batch of requests of one shape, for policies that score arrays
 (``_vectorised``), is scored as ``[B, K]`` arrays in one pass, with the same random draws in the
 same order as one request after another.
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from deepbandits.encoding import BlockContexts
+from deepbandits.encoding import BlockContexts, Contexts
 from deepbandits.errors import InputTypeError, InputValueError, NumericalError
-from deepbandits.policies.choice import check_mask, choose_arms, tie_propensities
+from deepbandits.policies.choice import check_mask, choose_arms, choose_one, tie_propensities
 from deepbandits.policies.decision import Decision, FrozenDict, freeze
 from deepbandits.policies.evaluation import Evaluation, Observation
 from deepbandits.policies.transaction import atomic
@@ -33,20 +33,18 @@ def _choose(policy: Policy, ev: Evaluation, mask: NDArray[np.bool_] | None) -> t
     """The arm played for one request and its probability."""
     ev.mask = mask
     index = policy._index(ev)
-    epsilon = policy._params["epsilon"]
     try:
-        choice = choose_arms(
-            index[None], None if mask is None else mask[None], epsilon, policy._rng
-        )
+        arm, ev.n_ties, exact = choose_one(index, mask, policy._params["epsilon"], policy._rng)
     except NumericalError:
-        raise NumericalError(
-            f"{type(policy).__name__} scored an arm NaN; its state is not finite (contexts or "
-            "rewards too large for its settings?)"
-        ) from None
-    arm = int(choice.arms[0])
-    ev.n_ties = int(choice.n_ties[0])
-    exact = float(tie_propensities(choice, epsilon)[0])
+        raise _nan_error(policy) from None
     return arm, policy._propensity(ev, index, arm, exact)
+
+
+def _nan_error(policy: Policy) -> NumericalError:
+    return NumericalError(
+        f"{type(policy).__name__} scored an arm NaN; its state is not finite (contexts or "
+        "rewards too large for its settings?)"
+    )
 
 
 def select(policy: Policy, contexts: ArrayLike, mask: ArrayLike | None = None) -> int:
@@ -74,7 +72,13 @@ def decide(
     ``when_full``). ``mask`` (booleans ``[K_t]``) leaves out unavailable arms: they are
     never chosen and have propensity 0; a mask with no arm raises.
     """
-    return _decide_requests(policy, [contexts], [mask], many=False)[0]
+    now = time.time()
+    with atomic(policy):
+        X = policy._check(contexts)
+        chosen = _choose_request(policy, X, check_mask(mask, X.shape[0]), None, now)
+    decision = _record(policy, *chosen, policy.pending_.next_id(), now)
+    policy.pending_.expire(decision.round, now)
+    return decision
 
 
 def decide_batch(
@@ -97,8 +101,10 @@ def decide_batch(
                 f"an array of shape {contexts.shape} is given"
             )
         batch: list[Any] = list(contexts)
+        stacked: Array | None = contexts
     elif isinstance(contexts, list | tuple):
         batch = list(contexts)
+        stacked = None
     else:
         raise InputTypeError(
             "contexts must be an array [B, K, d] or a list of context matrices, but a "
@@ -111,51 +117,72 @@ def decide_batch(
         raise InputValueError(
             f"masks must have one entry per request ({len(batch)}), but {len(mask_list)} are given"
         )
-    return _decide_requests(policy, batch, mask_list, many=True)
+    return _decide_requests(policy, batch, mask_list, stacked)
 
 
-def _uniform(policy: Policy, batch: list[Any]) -> bool:
+def _choose_request(
+    policy: Policy,
+    X: Contexts,
+    mask: NDArray[np.bool_] | None,
+    ev: Evaluation | None,
+    now: float,
+    offset: int = 0,
+) -> tuple[Evaluation, int, float, Observation]:
+    """Evaluate (unless ``ev`` is given), choose and observe one checked request, the
+    ``offset``-th of its call; nothing is kept yet."""
+    if ev is None:
+        policy.pending_.check_room(1, now)
+        ev = policy._evaluate(X)
+    ev.round = policy.pending_.n_decided + offset
+    arm, propensity = _choose(policy, ev, mask)
+    return ev, arm, propensity, policy._observe(X, arm, ev)
+
+
+def _uniform(policy: Policy, batch: list[Any], stacked: Array | None) -> bool:
     """Whether a batch is scored as arrays: a vectorised policy, several dense requests of
-    one shape."""
-    return (
-        policy._vectorised
-        and len(batch) > 1
-        and all(isinstance(X, np.ndarray) for X in batch)
+    one shape (given as one array ``stacked``, or a list)."""
+    if len(batch) < 2 or not policy._vectorised:
+        return False
+    return stacked is not None or (
+        all(isinstance(X, np.ndarray) for X in batch)
         and len({X.shape for X in batch}) == 1
         and batch[0].ndim == 2
     )
 
 
 def _decide_requests(
-    policy: Policy, batch: list[Any], masks: list[Any], *, many: bool
+    policy: Policy, batch: list[Any], masks: list[Any], stacked: Array | None = None
 ) -> list[Decision]:
     """Validate every request, choose, and only then keep the decisions pending: a request
     that fails leaves the policy (generator included) as it was."""
     now = time.time()
-    with atomic(policy, rng=many):
-        if _uniform(policy, batch):
-            chosen = _choose_uniform(policy, np.stack(batch), masks, now)
+    with atomic(policy, rng=True):
+        uniform = _uniform(policy, batch, stacked)
+        if uniform:
+            X3 = stacked if stacked is not None else np.stack(batch)
+            chosen = _choose_uniform(policy, X3, masks, now)
         else:
             Xs = [policy._check(X) for X in batch]
             checked = [check_mask(m, X.shape[0]) for m, X in zip(masks, Xs, strict=True)]
             policy.pending_.check_room(len(Xs), now)
-            evs = policy._evaluate_many(Xs) if many else [policy._evaluate(Xs[0])]
-            first = policy.pending_.n_decided
-            chosen = []
-            for i, (X, ev, mask) in enumerate(zip(Xs, evs, checked, strict=True)):
-                ev.round = first + i
-                arm, propensity = _choose(policy, ev, mask)
-                chosen.append((ev, arm, propensity, policy._observe(X, arm, ev)))
-    ids = policy.pending_.next_ids(len(chosen))
-    decisions = [_record(policy, *c, ids[i], now) for i, c in enumerate(chosen)]
+            evs = policy._evaluate_many(Xs)
+            chosen = [
+                _choose_request(policy, *request, now, i)
+                for i, request in enumerate(zip(Xs, checked, evs, strict=True))
+            ]
+    ids = policy.pending_.next_ids(len(batch))
+    if uniform:
+        decisions = _record_uniform(policy, chosen, ids, now)
+    else:
+        decisions = [_record(policy, *c, ids[i], now) for i, c in enumerate(chosen)]
     policy.pending_.expire(policy.pending_.n_decided - 1, now)
     return decisions
 
 
-def _choose_uniform(
-    policy: Policy, X3: Array, masks: list[Any], now: float
-) -> list[tuple[Evaluation, int, float, Observation]]:
-    """:func:`_decide_requests` for ``B`` requests of one shape ``[K, d]``, as arrays."""
+def _choose_uniform(policy: Policy, X3: Array, masks: list[Any], now: float) -> list[Any]:
+    """:func:`_decide_requests` for ``B`` requests of one shape ``[K, d]``, as arrays: the
+    columns of the ``B`` decisions (arm, propensity, mean, width, mask, context, features,
+    head), their arrays read-only rows of arrays made read-only once."""
     B, K, d = X3.shape
     flat = policy._check(np.asarray(X3).reshape(B * K, d))
     checked = [check_mask(m, K) for m in masks]
@@ -167,25 +194,42 @@ def _choose_uniform(
     try:
         choice = choose_arms(policy._index(ev), M, epsilon, policy._rng)
     except NumericalError:
-        raise NumericalError(
-            f"{type(policy).__name__} scored an arm NaN; its state is not finite (contexts or "
-            "rewards too large for its settings?)"
-        ) from None
-    propensity = tie_propensities(choice, epsilon).tolist()
+        raise _nan_error(policy) from None
     rows, arms = np.arange(B), choice.arms
     contexts = X3[rows, arms].astype(np.float64)  # a copy: the caller's array stays theirs
     phi = ev.features
-    features = None if phi is None else phi.reshape(B, K, -1)[rows, arms]
+    if phi is flat:  # the identity's features are the contexts: one copy serves as both
+        features: Any = contexts
+    else:
+        features = [None] * B if phi is None else phi.reshape(B, K, -1)[rows, arms]
     heads = np.zeros(B, dtype=np.int64) if ev.heads is None else ev.heads.reshape(B, K)[rows, arms]
+    freeze(ev.mean, ev.width, contexts, features, *checked)
+    propensity = tie_propensities(choice, epsilon).tolist()
     return [
-        (
-            Evaluation(ev.mean[i], ev.width[i], mask=checked[i] if given else None),
-            int(arms[i]),
-            propensity[i],
-            Observation(contexts[i], None if features is None else features[i], int(heads[i])),
-        )
-        for i in range(B)
+        arms.tolist(),
+        propensity,
+        ev.mean,
+        ev.width,
+        checked,
+        contexts,
+        features,
+        heads.tolist(),
     ]
+
+
+def _record_uniform(
+    policy: Policy, columns: list[Any], ids: list[str], now: float
+) -> list[Decision]:
+    """Build the decisions of :func:`_choose_uniform`'s columns and keep them pending."""
+    t, first = policy.t_, policy.pending_.n_decided
+    decisions = [
+        Decision(i, arm, p, mean, width, t, first + k, now, mask, context, features, head)
+        for k, (i, arm, p, mean, width, mask, context, features, head) in enumerate(
+            zip(ids, *columns, strict=True)
+        )
+    ]
+    policy.pending_.add_many(decisions)
+    return decisions
 
 
 def _record(
@@ -213,7 +257,7 @@ def _record(
         obs.context,
         obs.features,
         obs.head,
-        FrozenDict(obs.extra),
+        obs.extra if type(obs.extra) is FrozenDict else FrozenDict(obs.extra),
     )
     policy.pending_.add(decision)
     return decision

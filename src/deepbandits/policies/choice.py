@@ -4,8 +4,8 @@ exploration floor ε; and the exact probability of each choice.
 Among the available arms (``mask``) with the top index, ties are broken uniformly by the policy's
 generator, and with probability ε a uniformly drawn available arm is played instead, so arm ``a``
 has probability ``(1 − ε)·[a ∈ ties]/#ties + ε/#available``. :func:`choose_arms` applies the rule
-to ``B`` requests at once (one request is ``B = 1``): ``decide`` and ``decide_batch`` make the
-same random draws in the same order.
+to ``B`` requests at once as arrays (``decide_batch``), :func:`choose_one` to one request on
+scalars (``decide``, ``select``); both make the same random draws in the same order.
 """
 
 from __future__ import annotations
@@ -77,6 +77,36 @@ def choose_arms(
                 arms[i] = rng.choice(np.flatnonzero(is_top[i]))
     n_available = np.full(B, K) if masks is None else masks.sum(axis=1)
     return Choice(arms, is_top, n_ties, n_available)
+
+
+def choose_one(
+    index: Array, mask: NDArray[np.bool_] | None, epsilon: float, rng: np.random.Generator
+) -> tuple[int, int, float]:
+    """:func:`choose_arms` and :func:`tie_propensities` of one request ``[K]``, on Python
+    scalars: ``(arm, number of tied top arms, the arm's exact probability)``. The same rule
+    with the same draws (``tests/test_choice.py`` checks them against the arrays' version);
+    it runs once per ``decide``, where array bookkeeping would cost more than the scoring."""
+    scores = index if mask is None else np.where(mask, index, -np.inf)
+    arm = int(scores.argmax())  # the first top arm, or the first NaN
+    top = scores[arm]
+    if top != top:
+        raise NumericalError(
+            "an arm scored NaN: the policy's state is not finite (contexts or rewards too large "
+            "for its settings?)"
+        )
+    is_top = scores == top
+    if mask is not None:
+        is_top &= mask
+    n_ties = int(np.count_nonzero(is_top))
+    n_available = len(index) if mask is None else int(np.count_nonzero(mask))
+    if epsilon > 0.0 and rng.random() < epsilon:
+        available = np.arange(len(index)) if mask is None else np.flatnonzero(mask)
+        arm = int(rng.choice(available))
+    elif n_ties > 1:
+        arm = int(rng.choice(np.flatnonzero(is_top)))
+    elif mask is not None:
+        arm = int(is_top.argmax())
+    return arm, n_ties, (1.0 - epsilon) * bool(is_top[arm]) / n_ties + epsilon / n_available
 
 
 def tie_propensities(choice: Choice, epsilon: float) -> Array:

@@ -60,6 +60,10 @@ class FrozenDict(dict[str, Any]):
         return (FrozenDict, (dict(self),))
 
 
+#: The ``extra`` of a decision or observation that has none (shared: it cannot change).
+NO_EXTRA = FrozenDict()
+
+
 class Decision(NamedTuple):
     """One choice of a policy: an immutable value (a named tuple; its arrays are read-only).
 
@@ -107,7 +111,7 @@ class Decision(NamedTuple):
     context: Any
     features: Array | None = None
     head: int = 0
-    extra: Mapping[str, Any] = FrozenDict()
+    extra: Mapping[str, Any] = NO_EXTRA
 
     def __repr__(self) -> str:
         return (
@@ -254,6 +258,15 @@ class PendingDecisions:
         self._pending[decision.id] = decision
         self.n_decided += 1
 
+    def add_many(self, decisions: list[Decision]) -> None:
+        """:meth:`add` each of ``decisions`` (made together, in order)."""
+        if len(self._pending) + len(decisions) > self.max_pending:
+            for decision in decisions:
+                self.add(decision)
+            return
+        self._pending.update((d.id, d) for d in decisions)
+        self.n_decided += len(decisions)
+
     def lookup(self, key: Decision | str, round_now: int, now: float) -> Decision:
         """The pending decision of ``key`` (a Decision or its id) at decision count
         ``round_now`` and time ``now``, or a :class:`DecisionError` saying why there is none
@@ -281,6 +294,27 @@ class PendingDecisions:
             f"decision {decision_id} is not pending in this policy: it was made by another "
             "policy or replica, or so long ago that it is forgotten"
         )
+
+    def lookup_many(self, keys: list[Decision | str], round_now: int, now: float) -> list[Decision]:
+        """:meth:`lookup` of each key (a pending Decision passed back is found by its id)."""
+        pending, live = self._pending, self.reward_timeout is None
+        found = []
+        for key in keys:
+            decision = pending.get(key.id) if type(key) is Decision else None
+            if decision is None or not (live or not self._is_old(decision, round_now, now)):
+                decision = self.lookup(key, round_now, now)
+            found.append(decision)
+        return found
+
+    def pop_many(self, decision_ids: list[str]) -> None:
+        """:meth:`pop` each of ``decision_ids``."""
+        pending, learned = self._pending, self._learned
+        for decision_id in decision_ids:
+            del pending[decision_id]
+            learned[decision_id] = None
+        while len(learned) > self.max_pending:
+            learned.popitem(last=False)
+        self.n_learned += len(decision_ids)
 
     def pop(self, decision_id: str) -> Decision:
         """Remove a pending decision whose reward is being learned."""

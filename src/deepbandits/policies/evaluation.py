@@ -11,13 +11,15 @@ is one checked reward with what it is learned from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits.encoding import BlockContexts, Contexts
+from deepbandits.policies.decision import NO_EXTRA
 
 Array = NDArray[np.float64]
 
@@ -60,15 +62,15 @@ class Evaluation:
     round: int = 0
 
 
-@dataclass(frozen=True)
-class Observation:
+class Observation(NamedTuple):
     """What learning from one round needs: the arm's context, the features the head saw (None
-    when the policy learns from the context), its head and SAVE's layer values."""
+    when the policy learns from the context), its head and SAVE's layer values (an immutable
+    value, as the :class:`~deepbandits.policies.decision.Decision` that carries the same)."""
 
     context: Any
     features: Array | None = None
     head: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @dataclass(frozen=True, slots=True)

@@ -181,7 +181,7 @@ def learn_batch(
         return None
     now = time.time()
     latest = policy.pending_.n_decided - 1
-    found = [policy.pending_.lookup(d, latest, now) for d in decisions]
+    found = policy.pending_.lookup_many(decisions, latest, now)
     ids = [d.id for d in found]
     if len(set(ids)) != n:
         twice = next(i for i in ids if ids.count(i) > 1)
@@ -193,7 +193,6 @@ def learn_batch(
     policy._check_learn_many(n)
     with atomic(policy):
         learned = policy._learn_many(batch)
-    for decision_id in ids:
-        policy.pending_.pop(decision_id)
+    policy.pending_.pop_many(ids)
     policy.pending_.expire(latest, now)
     return learned

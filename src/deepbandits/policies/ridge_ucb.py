@@ -31,7 +31,7 @@ from deepbandits.errors import InputValueError
 from deepbandits.networks.learner import seeded_generator
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation, arm_context
 from deepbandits.policies.params import HORIZON_SPEC, REWARD_RANGE_SPEC, Spec
-from deepbandits.policies.parts.explore import UCB, Situation
+from deepbandits.policies.parts.explore import UCB, Situation, TheoryInputs
 from deepbandits.policies.parts.features import IdentityFeatures, NetworkFeatures, stack_contexts
 from deepbandits.policies.parts.heads import RidgeHead
 from deepbandits.policies.parts.trainer import check_refit
@@ -198,11 +198,14 @@ class RidgeUCB(Policy):
     # ------------------------------------------------------------------ acting
     def situation(self, t: int | None = None) -> Situation:
         """What the exploration rule reads of the coming round."""
+        t = self.t_ if t is None else t
         return Situation(
-            t=self.t_ if t is None else t,
-            round=self.pending_.n_decided,
-            rng=self._rng,
-            seed=self._params["seed"],
+            t, self.pending_.n_decided, self._rng, self._params["seed"], self.theory_inputs
+        )
+
+    def theory_inputs(self) -> TheoryInputs:
+        """The inputs of Theorem 4.1's αₜ as the policy stands."""
+        return TheoryInputs(
             dim=self.dim_,
             sigma2_bar=self.last_sigma2_bar_,
             lam=self.head.lam,
@@ -271,13 +274,13 @@ class RidgeUCB(Policy):
             phi, heads = self._features_and_heads(X)
             ev = Evaluation(np.empty(0), np.empty(0), phi, heads)
         assert ev.features is not None
-        extra = self.explore.observe(ev, arm, self.t_) if hasattr(self.explore, "observe") else {}
-        return Observation(
-            arm_context(X, arm),
-            np.array(ev.features[arm]),
-            0 if ev.heads is None else int(ev.heads[arm]),
-            extra,
-        )
+        explore = self.explore
+        extra = explore.observe(ev, arm, self.t_) if hasattr(explore, "observe") else {}
+        context = arm_context(X, arm)
+        # the identity's features are the context: one read-only copy serves as both
+        same = ev.features is X and isinstance(context, np.ndarray)
+        features = context if same else np.array(ev.features[arm])
+        return Observation(context, features, 0 if ev.heads is None else int(ev.heads[arm]), extra)
 
     # ------------------------------------------------------------------ learning
     def _weights(self, batch: Sequence[Feedback]) -> list[tuple[float, float]]:
@@ -293,36 +296,50 @@ class RidgeUCB(Policy):
         return out
 
     def _learn(self, feedback: Feedback) -> Learned:
-        return self._learn_many([feedback], count=False)
+        """One reward: the rank-one update of its head (Eq. 10), weighted by 1/σ̄²ₜ."""
+        (sigma2_bar, sigma2_hat), obs = self._weights([feedback])[0], feedback.obs
+        weight = 1.0 / sigma2_bar
+        if hasattr(self.explore, "learn"):
+            self.explore.learn(obs, feedback.reward)
+        self.head.learn_one(obs.features, feedback.reward, weight, obs.head, self.t_)  # type: ignore[arg-type]
+        return self._after_learning([feedback], [weight], sigma2_bar, sigma2_hat)
 
-    def _learn_many(self, batch: Sequence[Feedback], count: bool = True) -> Learned:
+    def _learn_many(self, batch: Sequence[Feedback]) -> Learned:
         """All the rewards by one batched ridge update, each weighted with the model as it is
         at the call (σ̂² of Eq. 13 from θ before the batch); SAVE's layers learn one by one."""
         if getattr(self.explore, "sequential", False) and len(batch) > 1:
             return super()._learn_many(batch)
-        observations = [fb.obs for fb in batch]
-        rewards = [fb.reward for fb in batch]
         used = self._weights(batch)
-        phis = np.stack([o.features for o in observations])  # type: ignore[arg-type]
-        heads = np.array([o.head for o in observations], dtype=np.int64)
+        phis = np.stack([fb.obs.features for fb in batch])
+        heads = np.array([fb.obs.head for fb in batch], dtype=np.int64)
+        rewards = np.array([fb.reward for fb in batch], dtype=np.float64)
         weights = [1.0 / u[0] for u in used]
         if hasattr(self.explore, "learn"):
-            self.explore.learn(observations[0], rewards[0])
-        self.head.learn(
-            phis, np.asarray(rewards, dtype=np.float64), np.array(weights), heads, self.t_
-        )
-        self.last_sigma2_bar_ = used[-1][0]
+            self.explore.learn(batch[0].obs, batch[0].reward)
+        self.head.learn(phis, rewards, np.array(weights), heads, self.t_)
+        learned = self._after_learning(batch, weights, *used[-1])
+        self.t_ += len(batch)
+        return learned
+
+    def _after_learning(
+        self, batch: Sequence[Feedback], weights: list[float], sigma2_bar: float, sigma2_hat: float
+    ) -> Learned:
+        """The trainer's turn after the head learned ``batch`` (rounds ``t + 1 ..``)."""
+        self.last_sigma2_bar_ = sigma2_bar
         seconds = 0.0
         if self.trainer is not None:
             start = time.perf_counter()
-            rounds = ([o.context for o in observations], rewards, weights, list(heads))
+            rounds = (
+                [fb.obs.context for fb in batch],
+                [fb.reward for fb in batch],
+                weights,
+                [fb.obs.head for fb in batch],
+            )
             if self.trainer.after_updates(
                 self.head, self.features, rounds, self.t_, self.torch_gen_
             ):
                 seconds = time.perf_counter() - start
-        if count:
-            self.t_ += len(observations)
-        return Learned(used[-1][0], used[-1][1], seconds)
+        return Learned(sigma2_bar, sigma2_hat, seconds)
 
     def train_network(self, steps: int | None = None) -> float:
         """Train φ on the whole history with θ (and A⁻¹) fixed; returns the last minibatch loss."""

@@ -1,7 +1,7 @@
 """The parts a policy is built from, one job each: feature maps, the ridge head, variance
 sources, exploration rules and the trainer."""
 
-from deepbandits.policies.parts.explore import UCB, Greedy, Situation, Thompson
+from deepbandits.policies.parts.explore import UCB, Greedy, Situation, TheoryInputs, Thompson
 from deepbandits.policies.parts.features import IdentityFeatures, NetworkFeatures
 from deepbandits.policies.parts.heads import RidgeHead
 from deepbandits.policies.parts.layers import LayeredSearch
@@ -31,6 +31,7 @@ __all__ = [
     "RoundEstimate",
     "ScheduledVariance",
     "Situation",
+    "TheoryInputs",
     "Thompson",
     "Trainer",
 ]

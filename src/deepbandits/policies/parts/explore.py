@@ -15,8 +15,9 @@ rules, a Monte Carlo estimate for Thompson sampling.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,21 +32,32 @@ Array = NDArray[np.float64]
 Mask = NDArray[np.bool_] | None
 
 
-@dataclass(frozen=True)
-class Situation:
-    """What a rule may read when it scores a round: rewards learned ``t``, decisions made
-    ``round``, the policy's generator and seed, and the inputs of Theorem 4.1 (feature dimension,
-    σ̄² of the last reward, λ, R, H)."""
+class TheoryInputs(NamedTuple):
+    """The inputs of Theorem 4.1's αₜ besides t, δ, M and K: feature dimension, σ̄² of the last
+    reward, λ, R and the training period H."""
 
-    t: int
-    round: int
-    rng: np.random.Generator
-    seed: int | None = None
     dim: int = 1
     sigma2_bar: float = 1.0
     lam: float = 1.0
     R: float = 1.0
     H: int = 1
+
+
+@dataclass(slots=True)
+class Situation:
+    """What a rule may read when it scores a round: rewards learned ``t``, decisions made
+    ``round``, the policy's generator and seed, and (computed when a rule asks, by
+    :meth:`theory_inputs`) the inputs of Theorem 4.1."""
+
+    t: int
+    round: int
+    rng: np.random.Generator
+    seed: int | None = None
+    theory: Callable[[], TheoryInputs] = TheoryInputs
+
+    def theory_inputs(self) -> TheoryInputs:
+        """:class:`TheoryInputs` of the coming round."""
+        return self.theory()
 
 
 class Exploration(Protocol):
@@ -104,15 +116,16 @@ class UCB(_Deterministic):
         """α of the coming round: the constant, or αₜ of Theorem 4.1."""
         if self.alpha != "theory":
             return float(self.alpha)
+        inputs = sit.theory_inputs()
         return theory_alpha(
             sit.t + 1,
-            d=sit.dim,
-            sigma2_bar=sit.sigma2_bar,
-            lam=sit.lam,
+            d=inputs.dim,
+            sigma2_bar=inputs.sigma2_bar,
+            lam=inputs.lam,
             delta=self.delta,
             M=self.M,
-            R=sit.R,
-            H=sit.H,
+            R=inputs.R,
+            H=inputs.H,
             K=n_arms,
         )
 

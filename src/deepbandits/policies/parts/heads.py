@@ -128,18 +128,25 @@ class RidgeHead(Part):
         predictive = float(phi @ ridge.A_inv[head] @ phi) if "predictive" in needs else np.nan
         return mean, predictive
 
+    def learn_one(self, phi: Array, reward: float, weight: float, head: int, t: int) -> None:
+        """Add round ``t + 1`` (weighted, Eq. 10) by a rank-one update, and the discount if it
+        falls there."""
+        ridge = self.ridge_
+        assert ridge is not None
+        ridge.update(phi, reward, weight, head)
+        if self.discount < 1.0 and (t + 1) % self.discount_every == 0:
+            ridge.discount(self.discount)
+
     def learn(
         self, phis: Array, rewards: Array, weights: Array, heads: NDArray[np.int64], t: int
     ) -> None:
         """Add rounds ``t + 1 .. t + n`` (weighted, Eq. 10) and apply the discounts that fall
         among them, so that each round weighs γ^(its age / discount_every)."""
+        if len(phis) == 1:
+            self.learn_one(phis[0], float(rewards[0]), float(weights[0]), int(heads[0]), t)
+            return
         ridge = self.ridge_
         assert ridge is not None
-        if len(phis) == 1:
-            ridge.update(phis[0], float(rewards[0]), float(weights[0]), int(heads[0]))
-            if self.discount < 1.0 and (t + 1) % self.discount_every == 0:
-                ridge.discount(self.discount)
-            return
         every, gamma = self.discount_every, self.discount
         first = every - t % every if gamma < 1.0 else len(phis)
         start = 0
