@@ -302,7 +302,11 @@ class RidgeUCB(Policy):
         if hasattr(self.explore, "learn"):
             self.explore.learn(obs, feedback.reward)
         self.head.learn_one(obs.features, feedback.reward, weight, obs.head, self.t_)  # type: ignore[arg-type]
-        return self._after_learning([feedback], [weight], sigma2_bar, sigma2_hat)
+        if self.trainer is None:
+            self.last_sigma2_bar_ = sigma2_bar
+            return Learned(sigma2_bar, sigma2_hat)
+        rounds = ([obs.context], [feedback.reward], [weight], [obs.head])
+        return self._after_learning(rounds, sigma2_bar, sigma2_hat)
 
     def _learn_many(self, batch: Sequence[Feedback]) -> Learned:
         """All the rewards by one batched ridge update, each weighted with the model as it is
@@ -317,24 +321,28 @@ class RidgeUCB(Policy):
         if hasattr(self.explore, "learn"):
             self.explore.learn(batch[0].obs, batch[0].reward)
         self.head.learn(phis, rewards, np.array(weights), heads, self.t_)
-        learned = self._after_learning(batch, weights, *used[-1])
+        rounds = (
+            [fb.obs.context for fb in batch],
+            [fb.reward for fb in batch],
+            weights,
+            [fb.obs.head for fb in batch],
+        )
+        learned = self._after_learning(rounds, *used[-1])
         self.t_ += len(batch)
         return learned
 
     def _after_learning(
-        self, batch: Sequence[Feedback], weights: list[float], sigma2_bar: float, sigma2_hat: float
+        self,
+        rounds: tuple[list[Any], list[float], list[float], list[int]],
+        sigma2_bar: float,
+        sigma2_hat: float,
     ) -> Learned:
-        """The trainer's turn after the head learned ``batch`` (rounds ``t + 1 ..``)."""
+        """The trainer's turn after the head learned ``rounds`` (contexts, rewards, weights,
+        heads of rounds ``t + 1 ..``)."""
         self.last_sigma2_bar_ = sigma2_bar
         seconds = 0.0
         if self.trainer is not None:
             start = time.perf_counter()
-            rounds = (
-                [fb.obs.context for fb in batch],
-                [fb.reward for fb in batch],
-                weights,
-                [fb.obs.head for fb in batch],
-            )
             if self.trainer.after_updates(
                 self.head, self.features, rounds, self.t_, self.torch_gen_
             ):

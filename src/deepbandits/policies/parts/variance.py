@@ -39,8 +39,8 @@ def range_variance_bound(mean: ArrayLike, a: float, b: float) -> Array:
     (b − μ)(μ − a). The value is negative when μ̂ falls outside [a, b]; the floor of
     :func:`floored_variance` is always applied after it.
     """
-    mu = np.asarray(mean, dtype=np.float64)
-    return (b - mu) * (mu - a)
+    mu = mean if isinstance(mean, float) else np.asarray(mean, dtype=np.float64)
+    return (b - mu) * (mu - a)  # type: ignore[no-any-return]
 
 
 def variance_floor(R: float, d: int) -> float:
@@ -50,7 +50,10 @@ def variance_floor(R: float, d: int) -> float:
 
 def floored_variance(sigma2: ArrayLike, R: float, d: int) -> Array:
     """σ̄² = max(σ², R²/d), the proxy variance that weights each ridge observation (Eq. 9–10)."""
-    return np.maximum(np.asarray(sigma2, dtype=np.float64), variance_floor(R, d))
+    floor = variance_floor(R, d)
+    if isinstance(sigma2, float):  # one round: the same number, without an array round trip
+        return max(sigma2, floor)  # type: ignore[return-value]  # NaN stays NaN, as np.maximum
+    return np.maximum(np.asarray(sigma2, dtype=np.float64), floor)
 
 
 def parse_variance_schedule(
