@@ -10,7 +10,6 @@ Every registry name is a :class:`Recipe` that builds one (``LinUCB(alpha=0.1)`` 
 from __future__ import annotations
 
 from deepbandits.policies.bootstrapped import BootstrappedNN
-from deepbandits.policies.checkpoint import load_policy
 from deepbandits.policies.decision import Decision, PendingDecisions
 from deepbandits.policies.evaluation import Evaluation, Learned, Observation
 from deepbandits.policies.kernel_ucb import KernelUCB
@@ -40,6 +39,7 @@ from deepbandits.policies.registry import (
     PolicyInfo,
     Recipe,
     distinct_policy_names,
+    load_policy,
     make_policy,
     parameter_names,
     parameter_table,

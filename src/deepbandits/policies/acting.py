@@ -24,12 +24,14 @@ from deepbandits.policies.evaluation import Evaluation, Observation
 from deepbandits.policies.transaction import atomic
 
 if TYPE_CHECKING:
-    from deepbandits.policies.policy import Policy
+    from deepbandits.policies.hooks import PolicyCore
 
 Array = NDArray[np.float64]
 
 
-def _choose(policy: Policy, ev: Evaluation, mask: NDArray[np.bool_] | None) -> tuple[int, float]:
+def _choose(
+    policy: PolicyCore, ev: Evaluation, mask: NDArray[np.bool_] | None
+) -> tuple[int, float]:
     """The arm played for one request and its probability."""
     ev.mask = mask
     index = policy._index(ev)
@@ -40,14 +42,14 @@ def _choose(policy: Policy, ev: Evaluation, mask: NDArray[np.bool_] | None) -> t
     return arm, policy._propensity(ev, index, arm, exact)
 
 
-def _nan_error(policy: Policy) -> NumericalError:
+def _nan_error(policy: PolicyCore) -> NumericalError:
     return NumericalError(
         f"{type(policy).__name__} scored an arm NaN; its state is not finite (contexts or "
         "rewards too large for its settings?)"
     )
 
 
-def select(policy: Policy, contexts: ArrayLike, mask: ArrayLike | None = None) -> int:
+def select(policy: PolicyCore, contexts: ArrayLike, mask: ArrayLike | None = None) -> int:
     """Index of the arm to play among the rows of ``contexts`` ``[K_t, d]`` (the synchronous
     shortcut of :meth:`decide`: nothing is kept pending; learn with :meth:`update`).
 
@@ -61,7 +63,7 @@ def select(policy: Policy, contexts: ArrayLike, mask: ArrayLike | None = None) -
 
 
 def decide(
-    policy: Policy, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
+    policy: PolicyCore, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
 ) -> Decision:
     """Choose an arm among the rows of ``contexts`` ``[K_t, d]`` and return the decision.
 
@@ -82,7 +84,7 @@ def decide(
 
 
 def decide_batch(
-    policy: Policy,
+    policy: PolicyCore,
     contexts: ArrayLike | Sequence[ArrayLike | BlockContexts],
     masks: ArrayLike | Sequence[ArrayLike | None] | None = None,
 ) -> list[Decision]:
@@ -121,7 +123,7 @@ def decide_batch(
 
 
 def _choose_request(
-    policy: Policy,
+    policy: PolicyCore,
     X: Contexts,
     mask: NDArray[np.bool_] | None,
     ev: Evaluation | None,
@@ -138,7 +140,7 @@ def _choose_request(
     return ev, arm, propensity, policy._observe(X, arm, ev)
 
 
-def _uniform(policy: Policy, batch: list[Any], stacked: Array | None) -> bool:
+def _uniform(policy: PolicyCore, batch: list[Any], stacked: Array | None) -> bool:
     """Whether a batch is scored as arrays: a vectorised policy, several dense requests of
     one shape (given as one array ``stacked``, or a list)."""
     if len(batch) < 2 or not policy._vectorised:
@@ -151,7 +153,7 @@ def _uniform(policy: Policy, batch: list[Any], stacked: Array | None) -> bool:
 
 
 def _decide_requests(
-    policy: Policy, batch: list[Any], masks: list[Any], stacked: Array | None = None
+    policy: PolicyCore, batch: list[Any], masks: list[Any], stacked: Array | None = None
 ) -> list[Decision]:
     """Validate every request, choose, and only then keep the decisions pending: a request
     that fails leaves the policy (generator included) as it was."""
@@ -179,7 +181,7 @@ def _decide_requests(
     return decisions
 
 
-def _choose_uniform(policy: Policy, X3: Array, masks: list[Any], now: float) -> list[Any]:
+def _choose_uniform(policy: PolicyCore, X3: Array, masks: list[Any], now: float) -> list[Any]:
     """:func:`_decide_requests` for ``B`` requests of one shape ``[K, d]``, as arrays: the
     columns of the ``B`` decisions (arm, propensity, mean, width, mask, context, features,
     head), their arrays read-only rows of arrays made read-only once."""
@@ -218,7 +220,7 @@ def _choose_uniform(policy: Policy, X3: Array, masks: list[Any], now: float) -> 
 
 
 def _record_uniform(
-    policy: Policy, columns: list[Any], ids: list[str], now: float
+    policy: PolicyCore, columns: list[Any], ids: list[str], now: float
 ) -> list[Decision]:
     """Build the decisions of :func:`_choose_uniform`'s columns and keep them pending."""
     t, first = policy.t_, policy.pending_.n_decided
@@ -233,7 +235,7 @@ def _record_uniform(
 
 
 def _record(
-    policy: Policy,
+    policy: PolicyCore,
     ev: Evaluation,
     arm: int,
     propensity: float,
@@ -263,7 +265,7 @@ def _record(
     return decision
 
 
-def predict(policy: Policy, contexts: ArrayLike) -> tuple[Array, Array]:
+def predict(policy: PolicyCore, contexts: ArrayLike) -> tuple[Array, Array]:
     """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``.
 
     The width is the posterior standard deviation of the mean that the policy's UCB index

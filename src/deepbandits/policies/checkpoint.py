@@ -23,11 +23,12 @@ import numpy as np
 import torch
 
 from deepbandits._io import write_atomic
-from deepbandits.errors import CheckpointError, CheckpointNotFoundError, DeepBanditsError
+from deepbandits.errors import CheckpointError, DeepBanditsError
+from deepbandits.policies.legacy import upgrade
 from deepbandits.policies.transaction import atomic_whole
 
 if TYPE_CHECKING:
-    from deepbandits.policies.policy import Policy
+    from deepbandits.policies.hooks import PolicyCore
 
 FORMAT_VERSION = 2
 
@@ -114,14 +115,14 @@ def _json(obj: Any) -> Any:
     return json.loads(json.dumps(jsonable(obj)))
 
 
-def _parts(policy: Policy) -> dict[str, Any]:
+def _parts(policy: PolicyCore) -> dict[str, Any]:
     return {
         name: {"class": type(part).__name__, "params": jsonable(part.get_params())}
         for name, part in policy.parts.items()
     }
 
 
-def state_dict(policy: Policy) -> dict[str, Any]:
+def state_dict(policy: PolicyCore) -> dict[str, Any]:
     """Everything needed to continue exactly where this policy is: its parameters (the
     recipe's keywords, or the class and its parts), the generator, the counters, the union of
     the parts' state and the pending decisions."""
@@ -141,7 +142,9 @@ def state_dict(policy: Policy) -> dict[str, Any]:
     }
 
 
-def _saved_params(policy: Policy, state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _saved_params(
+    policy: PolicyCore, state: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The saved parameters (with the defaults of any added since) and this policy's."""
     if policy.recipe_ is not None:
         mine = _json(policy.get_params())
@@ -154,7 +157,7 @@ def _saved_params(policy: Policy, state: dict[str, Any]) -> tuple[dict[str, Any]
     return saved, mine
 
 
-def load_state_dict(policy: Policy, state: dict[str, Any]) -> None:
+def load_state_dict(policy: PolicyCore, state: dict[str, Any]) -> None:
     """Restore a state produced by :meth:`state_dict` of a policy with the same parameters.
 
     The state is checked against its schema (format version, class, parameter names and
@@ -162,8 +165,6 @@ def load_state_dict(policy: Policy, state: dict[str, Any]) -> None:
     (``device`` may differ); anything that does not fit raises
     :class:`~deepbandits.errors.CheckpointError` and leaves this policy as it was.
     """
-    from deepbandits.policies.legacy import upgrade
-
     check_checkpoint(state)
     state = upgrade(state)
     here = type(policy).__name__
@@ -203,7 +204,7 @@ def load_state_dict(policy: Policy, state: dict[str, Any]) -> None:
         ) from None
 
 
-def save(policy: Policy, path: str | Path) -> None:
+def save(policy: PolicyCore, path: str | Path) -> None:
     """Write parameters and learned state to ``path`` (tensors + JSON, no code).
 
     The file is written atomically: a kill during a save leaves the previous file intact.
@@ -211,47 +212,3 @@ def save(policy: Policy, path: str | Path) -> None:
     buffer = io.BytesIO()
     torch.save(to_saveable(policy.state_dict()), buffer)
     write_atomic(path, buffer.getvalue())
-
-
-def load_policy(path: str | Path, into: Policy | None = None) -> Policy:
-    """Rebuild a policy saved by :meth:`Policy.save`; damaged files raise
-    :class:`~deepbandits.errors.CheckpointError`.
-
-    A policy made from a registry name is rebuilt from its recipe. A composition built by hand
-    is rebuilt as PyTorch rebuilds a module: build the same composition and pass it as
-    ``into``; its state is then loaded (and it is returned).
-    """
-    from deepbandits.policies.legacy import upgrade
-    from deepbandits.policies.registry import make_policy
-
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointNotFoundError(f"no saved policy at {path}")
-    state = upgrade(read_checkpoint(path))
-    if into is not None:
-        policy = into
-    elif not state.get("recipe"):
-        raise CheckpointError(
-            f"{path} holds a {state['class']} composed by hand; build the same composition and "
-            "load it with load_policy(path, into=policy)"
-        )
-    else:
-        try:
-            policy = make_policy(state["recipe"], **json.loads(state["params"]))
-        except (DeepBanditsError, TypeError, ValueError) as exc:
-            raise CheckpointError(
-                f"{path} holds invalid {state['recipe']} parameters: {exc}"
-            ) from None
-    try:
-        policy.load_state_dict(state)
-    except CheckpointError as exc:
-        raise CheckpointError(f"{path}: {exc}") from None
-    return policy
-
-
-def load_as(cls: type[Policy], path: str | Path) -> Policy:
-    """:func:`load_policy`, refusing a file that holds another class."""
-    policy = load_policy(path)
-    if not isinstance(policy, cls):
-        raise CheckpointError(f"{path} holds a {type(policy).__name__}, not a {cls.__name__}")
-    return policy

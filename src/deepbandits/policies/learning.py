@@ -27,11 +27,11 @@ from deepbandits.policies.evaluation import Feedback, Learned
 from deepbandits.policies.transaction import atomic
 
 if TYPE_CHECKING:
-    from deepbandits.policies.policy import Policy
+    from deepbandits.policies.hooks import PolicyCore
 
 
 def check_reward(
-    policy: Policy,
+    policy: PolicyCore,
     reward: Any,
     sigma2: Any,
     reward_range: Any,
@@ -58,7 +58,7 @@ def check_reward(
 
 
 def update(
-    policy: Policy,
+    policy: PolicyCore,
     contexts: ArrayLike,
     arm: int,
     reward: float,
@@ -95,14 +95,14 @@ def update(
         return _learn_one(policy, Feedback(policy._observe(X, arm, None), *checked))
 
 
-def _learn_one(policy: Policy, feedback: Feedback) -> Learned:
+def _learn_one(policy: PolicyCore, feedback: Feedback) -> Learned:
     learned = policy._learn(feedback)
     policy.t_ += 1
     return learned
 
 
 def learn(
-    policy: Policy,
+    policy: PolicyCore,
     decision: Decision | str,
     reward: float,
     *,
@@ -130,7 +130,7 @@ def learn(
 
 
 def learn_batch(
-    policy: Policy,
+    policy: PolicyCore,
     decisions: Sequence[Decision | str],
     rewards: ArrayLike,
     *,

@@ -8,10 +8,10 @@ from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.policies.transaction import atomic_whole
 
 if TYPE_CHECKING:
-    from deepbandits.policies.policy import Policy
+    from deepbandits.policies.hooks import PolicyCore
 
 
-def _comparable(policy: Policy) -> dict[str, Any]:
+def _comparable(policy: PolicyCore) -> dict[str, Any]:
     """The parameters two replicas must share (all but the seed and the device)."""
     params = policy.get_params(deep=True)
     return {
@@ -21,7 +21,7 @@ def _comparable(policy: Policy) -> dict[str, Any]:
     }
 
 
-def merge(policy: Policy, other: Policy, base: Policy | None = None) -> Policy:
+def merge(policy: PolicyCore, other: PolicyCore, base: PolicyCore | None = None) -> PolicyCore:
     """Add what another replica learned to this policy, and return this policy.
 
     Ridge statistics are sums: a replica's observations are ``A − λI`` and ``b`` (those

@@ -35,7 +35,7 @@ from deepbandits.policies.params import (
 from deepbandits.policies.space import Param
 
 if TYPE_CHECKING:
-    from deepbandits.policies.registry import Recipe
+    from deepbandits.policies.hooks import Builder
 
 Array = NDArray[np.float64]
 CLASSES: dict[str, type[Policy]] = {}
@@ -91,7 +91,7 @@ class Policy(ABC):
         check_unknown_keys(params, self.param_specs, type(self).__name__)
         self.parts: dict[str, Any] = dict(parts or {})
         self._params = params
-        self.recipe_: Recipe | None = None
+        self.recipe_: Builder | None = None
         self._recipe_params: dict[str, Any] = {}
         self._validate()
         self.reset()
@@ -273,8 +273,3 @@ class Policy(ABC):
     state_dict = checkpoint.state_dict
     load_state_dict = checkpoint.load_state_dict
     save = checkpoint.save
-
-    @classmethod
-    def load(cls, path: Any) -> Policy:
-        """Read a policy written by :meth:`save` (see :func:`load_policy`)."""
-        return checkpoint.load_as(cls, path)

@@ -9,13 +9,22 @@ name are accepted by :func:`make_policy` and the CLI's ``--policy``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deepbandits._validation import check_choice, check_unknown_keys
-from deepbandits.errors import CheckpointError, InputTypeError, InputValueError
+from deepbandits.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    DeepBanditsError,
+    InputTypeError,
+    InputValueError,
+)
+from deepbandits.policies.checkpoint import read_checkpoint
+from deepbandits.policies.legacy import upgrade
 from deepbandits.policies.params import (
     COMMON_SPECS,
     DECISION_DEFAULTS,
@@ -97,8 +106,6 @@ class Recipe:
         """Read a policy of this recipe written by :meth:`Policy.save
         <deepbandits.policies.Policy.save>`; a file of another recipe raises
         :class:`~deepbandits.errors.CheckpointError`."""
-        from deepbandits.policies.checkpoint import load_policy
-
         policy = load_policy(path)
         if policy.recipe_ is None or policy.recipe_.name != self.name:
             held = policy.recipe_.name if policy.recipe_ is not None else type(policy).__name__
@@ -150,6 +157,39 @@ def recipe_of(name: str) -> tuple[Recipe, dict[str, Any]]:
     check_choice(name, "policy", policy_names())
     base, settings = CONFIGURATIONS.get(name, (name, {}))
     return POLICIES[base], dict(settings)
+
+
+def load_policy(path: str | Path, into: Policy | None = None) -> Policy:
+    """Rebuild a policy saved by :meth:`Policy.save`; damaged files raise
+    :class:`~deepbandits.errors.CheckpointError`.
+
+    A policy made from a registry name is rebuilt from its recipe. A composition built by hand
+    is rebuilt as PyTorch rebuilds a module: build the same composition and pass it as
+    ``into``; its state is then loaded (and it is returned).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointNotFoundError(f"no saved policy at {path}")
+    state = upgrade(read_checkpoint(path))
+    if into is not None:
+        policy = into
+    elif not state.get("recipe"):
+        raise CheckpointError(
+            f"{path} holds a {state['class']} composed by hand; build the same composition and "
+            "load it with load_policy(path, into=policy)"
+        )
+    else:
+        try:
+            policy = make_policy(state["recipe"], **json.loads(state["params"]))
+        except (DeepBanditsError, TypeError, ValueError) as exc:
+            raise CheckpointError(
+                f"{path} holds invalid {state['recipe']} parameters: {exc}"
+            ) from None
+    try:
+        policy.load_state_dict(state)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+    return policy
 
 
 def make_policy(name: str, *, env: Environment | None = None, **params: Any) -> Policy:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from deepbandits.policies.policy import Policy
+    from deepbandits.policies.hooks import PolicyCore
 
 
 class atomic:
@@ -31,7 +31,7 @@ class atomic:
 
     __slots__ = ("_dim", "_policy", "_read_only", "_state", "_t")
 
-    def __init__(self, policy: Policy, *, rng: bool = False, read_only: bool = False) -> None:
+    def __init__(self, policy: PolicyCore, *, rng: bool = False, read_only: bool = False) -> None:
         self._policy = policy
         self._read_only = read_only
         self._dim = policy.n_features_in_
@@ -52,7 +52,7 @@ class atomic:
 
 
 @contextmanager
-def atomic_whole(policy: Policy) -> Iterator[None]:
+def atomic_whole(policy: PolicyCore) -> Iterator[None]:
     """Undo every change to the policy's attributes and parts if the block raises."""
     before = dict(policy.__dict__)
     parts = copy.deepcopy(policy.parts)
