@@ -319,7 +319,7 @@ class RidgeState:
 
     def score_each(self, X: Array) -> tuple[Array, Array]:
         """:meth:`score` of row k on head k (per-arm and per-block ridges), on A⁻¹ itself: no
-        gathered copy of the n_heads d×d matrices (batched BLAS for large heads)."""
+        gathered copy of the n_heads d×d matrices (one batched product)."""
         Z = np.matmul(X[:, None, :], self.A_inv)[:, 0, :]
         mean = np.einsum("kd,kd->k", X, self.theta)
         return mean, ucb_width(Z, X)
