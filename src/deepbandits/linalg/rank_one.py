@@ -60,6 +60,7 @@ def batched_theta(A_inv: NDArray[np.float64], b: Array) -> Array:
 
 
 def ucb_width(Z: Array, X: Array) -> Array:
-    """Widths ‖x‖_{A⁻¹} = √(xᵀA⁻¹x) of the rows of ``X`` given ``Z = X A⁻¹`` row by row, with
-    the tiny negative rounding of a near-zero quadratic form clipped to 0."""
-    return np.sqrt(np.maximum(np.einsum("kd,kd->k", Z, X), 0.0))
+    """Widths ‖x‖_{A⁻¹} = √(xᵀA⁻¹x) of the rows of ``X`` (any leading shape) given
+    ``Z = X A⁻¹`` row by row, with the tiny negative rounding of a near-zero quadratic form
+    clipped to 0."""
+    return np.sqrt(np.maximum(np.einsum("...d,...d->...", Z, X), 0.0))

@@ -318,11 +318,16 @@ class RidgeState:
         return mean, ucb_width(Z, X)
 
     def score_each(self, X: Array) -> tuple[Array, Array]:
-        """:meth:`score` of row k on head k (per-arm and per-block ridges), on A⁻¹ itself: no
-        gathered copy of the n_heads d×d matrices (one batched product)."""
-        Z = np.matmul(X[:, None, :], self.A_inv)[:, 0, :]
-        mean = np.einsum("kd,kd->k", X, self.theta)
-        return mean, ucb_width(Z, X)
+        """:meth:`score` of row k on head k (per-arm and per-block ridges) for ``X`` of shape
+        ``[K, d]``, or of ``[B, K, d]`` (B requests: each one's row k on head k), on A⁻¹ itself:
+        no gathered copy of the d×d matrices, one batched product per call."""
+        Xt = X[:, None, :] if X.ndim == 2 else X.transpose(1, 0, 2)  # [K, B, d]
+        Z = np.matmul(Xt, self.A_inv)
+        mean = np.einsum("kbd,kd->kb", Xt, self.theta)
+        width = ucb_width(Z, Xt)
+        if X.ndim == 2:
+            return mean[:, 0], width[:, 0]
+        return mean.T, width.T
 
     def exact_inverse_error(self) -> float:
         """Largest entry of |A⁻¹ − inv(A)| over heads: the drift of the rank-one updates."""

@@ -255,9 +255,14 @@ class RidgeUCB(Policy):
         ]
 
     def _evaluate_uniform(self, X: Array, n_requests: int, n_arms: int) -> Evaluation:
-        mean, width, phi, heads = self._score_stacked(X, [n_arms] * n_requests)
         shape = (n_requests, n_arms)
-        return Evaluation(mean.reshape(shape), width.reshape(shape), phi, heads)
+        if self.head.kind_ != "per_arm":
+            mean, width, phi, heads = self._score_stacked(X, [n_arms] * n_requests)
+            return Evaluation(mean.reshape(shape), width.reshape(shape), phi, heads)
+        self.head.heads(n_arms, None)  # one ridge per arm: each request's arm k on ridge k
+        phi, _ = self.features.transform(X)
+        mean, width = self.head.ridge_.score_each(phi.reshape(*shape, -1))  # type: ignore[union-attr]
+        return Evaluation(mean, width, phi, np.tile(np.arange(n_arms), n_requests))
 
     def _index(self, ev: Evaluation) -> Array:
         return self.explore.index(ev, self.situation())  # type: ignore[no-any-return]
