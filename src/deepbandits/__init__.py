@@ -31,6 +31,7 @@ from deepbandits.envs import (
     make_env,
 )
 from deepbandits.errors import (
+    AuthenticationError,
     CallOrderError,
     CheckpointError,
     CheckpointNotFoundError,
@@ -39,9 +40,15 @@ from deepbandits.errors import (
     DataNotFoundError,
     DecisionError,
     DeepBanditsError,
+    EventLogError,
+    ExpiredDecisionError,
     InputTypeError,
     InputValueError,
     NumericalError,
+    PayloadTooLargeError,
+    RewardAlreadyLearnedError,
+    ServiceError,
+    UnknownDecisionError,
 )
 from deepbandits.experiments import (
     RunResult,
@@ -101,6 +108,13 @@ __all__ = [
     "RunResult",
     "SyntheticEnv",
     "TuneResult",
+    "AuthenticationError",
+    "EventLogError",
+    "ExpiredDecisionError",
+    "PayloadTooLargeError",
+    "RewardAlreadyLearnedError",
+    "ServiceError",
+    "UnknownDecisionError",
     "__version__",
     "block_encode",
     "compare",

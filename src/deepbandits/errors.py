@@ -16,6 +16,13 @@ turns any of them into a one-paragraph message and exit status 2.
 ``CheckpointNotFoundError`` a saved policy file that does not exist
 ``CallOrderError``          a call made before the one it depends on
 ``DecisionError``           a reward for a decision that is not pending (learned, expired, unknown)
+``UnknownDecisionError``    a reward for a decision this policy never made or has forgotten
+``ExpiredDecisionError``    a reward for a decision that expired before it arrived
+``RewardAlreadyLearnedError`` a second reward for one decision
+``EventLogError``           a decision service's event log that is damaged or does not fit
+``PayloadTooLargeError``    a request to the decision service above its size limit
+``AuthenticationError``     a request to the decision service without its bearer token
+``ServiceError``            a decision service that cannot be reached or answers with an error
 ``NumericalError``          a result that is not finite although the inputs were valid
 ``ConcurrentUseError``      an output folder already in use by another process
 =========================== =========================================================
@@ -61,6 +68,38 @@ class DecisionError(InputValueError):
     decision refused because the table of pending decisions is full."""
 
 
+class UnknownDecisionError(DecisionError):
+    """A reward for a decision that is not known: made by another policy or replica, or so long
+    ago that it is forgotten (the service answers 404)."""
+
+
+class ExpiredDecisionError(DecisionError):
+    """A reward for a decision that expired (``reward_timeout``, or a full table) before it
+    arrived (the service answers 404)."""
+
+
+class RewardAlreadyLearnedError(DecisionError):
+    """A second reward for a decision that was already learned (the service answers 409)."""
+
+
+class EventLogError(DataError):
+    """A decision service's event log (``events.sqlite``) or state folder that is damaged, or
+    that belongs to another policy."""
+
+
+class PayloadTooLargeError(InputValueError):
+    """A request to the decision service whose body is above its size limit (HTTP 413)."""
+
+
+class AuthenticationError(DeepBanditsError, PermissionError):
+    """A request to the decision service without the bearer token it requires (HTTP 401)."""
+
+
+class ServiceError(DeepBanditsError, RuntimeError):
+    """A decision service that cannot be reached, or that answers with an error of its own
+    (HTTP 5xx)."""
+
+
 class NumericalError(DeepBanditsError, ArithmeticError):
     """A computation whose result is not finite although its inputs were valid."""
 
@@ -70,6 +109,7 @@ class ConcurrentUseError(DeepBanditsError, RuntimeError):
 
 
 __all__ = [
+    "AuthenticationError",
     "CallOrderError",
     "CheckpointError",
     "CheckpointNotFoundError",
@@ -78,7 +118,13 @@ __all__ = [
     "DataNotFoundError",
     "DecisionError",
     "DeepBanditsError",
+    "EventLogError",
+    "ExpiredDecisionError",
     "InputTypeError",
     "InputValueError",
     "NumericalError",
+    "PayloadTooLargeError",
+    "RewardAlreadyLearnedError",
+    "ServiceError",
+    "UnknownDecisionError",
 ]

@@ -40,7 +40,13 @@ from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
 from deepbandits.encoding import BlockContexts
-from deepbandits.errors import DecisionError, InputValueError
+from deepbandits.errors import (
+    DecisionError,
+    ExpiredDecisionError,
+    InputValueError,
+    RewardAlreadyLearnedError,
+    UnknownDecisionError,
+)
 
 Array = NDArray[np.float64]
 TIMEOUT_UNITS = ("decisions", "seconds")
@@ -281,16 +287,16 @@ class PendingDecisions:
         if found is not None and not self._is_old(found, round_now, now):
             return found
         if decision_id in self._learned:
-            raise DecisionError(
+            raise RewardAlreadyLearnedError(
                 f"decision {decision_id} was already learned: a decision takes one reward"
             )
         if found is not None or decision_id in self._expired:
-            raise DecisionError(
+            raise ExpiredDecisionError(
                 f"decision {decision_id} expired (reward_timeout={self.reward_timeout} "
                 f"{self.timeout_unit}, or the table of max_pending={self.max_pending} was full) "
                 "before its reward arrived"
             )
-        raise DecisionError(
+        raise UnknownDecisionError(
             f"decision {decision_id} is not pending in this policy: it was made by another "
             "policy or replica, or so long ago that it is forgotten"
         )

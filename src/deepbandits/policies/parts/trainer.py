@@ -6,6 +6,12 @@ A :class:`Trainer` keeps every round for training (its history, a sliding window
 its schedule says so (Eq. 6, or the likelihood of Eq. 14), optionally refits the head on the new
 features, and moves the head's prior during the warm-up (``lam_warmup``,
 :func:`~deepbandits.formulas.warmup_prior`).
+
+By default a training runs inside the ``learn`` call whose round the schedule names. A service
+that trains off the request path (:mod:`deepbandits.serve.training`) calls :meth:`Trainer.defer`:
+``learn`` then still records the rounds and moves the prior, and only notes in
+:attr:`Trainer.due_` that a training is due; the service trains a copy of the network and swaps
+its weights in.
 """
 
 from __future__ import annotations
@@ -109,6 +115,14 @@ class Trainer(Part):
         self.lam_warmup = lam_warmup
         self.learner_: NetworkLearner | None = None
         self.weight_sum_ = 0.0
+        self.deferred_ = False
+        self.due_: int | None = None
+
+    def defer(self, deferred: bool = True) -> None:
+        """Leave the trainings to the caller (``deferred=True``): a round after which the
+        schedule trains is recorded in :attr:`due_` (the latest such round, counted from 1)
+        instead of training inside ``learn``. ``False`` restores training in ``learn``."""
+        self.deferred_ = bool(deferred)
 
     def _check(self) -> None:
         self.schedule_ = resolve_schedule(
@@ -154,7 +168,11 @@ class Trainer(Part):
             lam = warmup_prior(head.lam, self.weight_sum_ / last, last, t0)
             if lam != head.ridge_.lam:
                 head.ridge_.set_lam(lam)
-        if not any(self.schedule_.should_train(s) for s in range(first, last + 1)):
+        due = [s for s in range(first, last + 1) if self.schedule_.should_train(s)]
+        if not due:
+            return False
+        if self.deferred_:
+            self.due_ = due[-1]
             return False
         self.train(head, features, generator)
         return True
