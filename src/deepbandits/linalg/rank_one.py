@@ -63,4 +63,9 @@ def ucb_width(Z: Array, X: Array) -> Array:
     """Widths ‖x‖_{A⁻¹} = √(xᵀA⁻¹x) of the rows of ``X`` (any leading shape) given
     ``Z = X A⁻¹`` row by row, with the tiny negative rounding of a near-zero quadratic form
     clipped to 0."""
-    return np.sqrt(np.maximum(np.einsum("...d,...d->...", Z, X), 0.0))
+    return width_of(np.einsum("...d,...d->...", Z, X))
+
+
+def width_of(quad: Array) -> Array:
+    """√(xᵀA⁻¹x) from the quadratic forms, their tiny negative rounding clipped to 0."""
+    return np.sqrt(np.maximum(quad, 0.0))

@@ -54,6 +54,7 @@ from deepbandits.linalg.rank_one import (
     rank_one_step,
     sherman_morrison_update,
     ucb_width,
+    width_of,
 )
 
 __all__ = ["DRIFT_TOL", "STAT_LIMIT", "RidgeState", "sherman_morrison_update"]
@@ -321,12 +322,15 @@ class RidgeState:
         """:meth:`score` of row k on head k (per-arm and per-block ridges) for ``X`` of shape
         ``[K, d]``, or of ``[B, K, d]`` (B requests: each one's row k on head k), on A⁻¹ itself:
         no gathered copy of the d×d matrices, one batched product per call."""
-        Xt = X[:, None, :] if X.ndim == 2 else X.transpose(1, 0, 2)  # [K, B, d]
-        Z = np.matmul(Xt, self.A_inv)
-        mean = np.einsum("kbd,kd->kb", Xt, self.theta)
-        width = ucb_width(Z, Xt)
-        if X.ndim == 2:
-            return mean[:, 0], width[:, 0]
+        if X.ndim == 2:  # one request: K products of one row (cheaper than einsum's set-up)
+            Xt = X[:, None, :]
+            Z = np.matmul(Xt, self.A_inv)
+            quad = np.matmul(Z, X[:, :, None]).reshape(len(X))
+            mean = np.matmul(Xt, self.theta[:, :, None]).reshape(len(X))
+            return mean, width_of(quad)
+        Xt = X.transpose(1, 0, 2)  # [K, B, d]
+        mean = np.matmul(Xt, self.theta[:, :, None])[..., 0]
+        width = ucb_width(np.matmul(Xt, self.A_inv), Xt)
         return mean.T, width.T
 
     def exact_inverse_error(self) -> float:
