@@ -1,0 +1,21 @@
+"""A durable decision service around a policy (``deepbandits serve``).
+
+=================================== ====================================================
+:mod:`~deepbandits.serve.state`      :class:`ServiceState`: the policy, its log, its folder
+:mod:`~deepbandits.serve.log`        the event log (SQLite, WAL, group commits)
+:mod:`~deepbandits.serve.events`     the events as rows of the log, and back
+:mod:`~deepbandits.serve.store`      the state folder's files: checkpoints, network versions
+:mod:`~deepbandits.serve.recovery`   creating a folder, loading and replaying on start
+:mod:`~deepbandits.serve.training`   training off the request path, swapping weights in
+:mod:`~deepbandits.serve.app`        the HTTP API (:func:`create_app`, FastAPI)
+:mod:`~deepbandits.serve.metrics`    Prometheus metrics, one registry per app
+:mod:`~deepbandits.serve.server`     running the app on uvicorn (foreground or a thread)
+:mod:`~deepbandits.serve.export`     the log as one table (``deepbandits export-log``)
+=================================== ====================================================
+"""
+
+from __future__ import annotations
+
+from deepbandits.serve.state import ServiceState
+
+__all__ = ["ServiceState"]

@@ -1,0 +1,176 @@
+"""The events of a decision service, as rows of its log and back.
+
+Three kinds of event make up everything a service did, in the order it did it:
+
+* ``decision``: one decision with every arm's context, the mask, the arm, its propensity, every
+  arm's mean and width, the rewards learned when it was made (the library's
+  ``Decision.model_version``), the round, what learning needs (the features, unless they are the
+  context itself; the head; the exploration's extra values) and the policy's generator state
+  after it (so that a restarted service continues the same random draws);
+* ``reward``: a reward learned for a decision id, with its reward range and oracle σ²;
+* ``network``: a network version swapped in by training (the file holding its weights).
+
+Every row carries the service's model version (the network version in force) and a CRC-32 of
+its contents, so that a row damaged on disk is found, not replayed. Floats are written by JSON
+as Python's shortest round-trip representation, so every number reads back bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deepbandits.policies.decision import Decision, decision_from_state
+
+KINDS = ("decision", "reward", "network")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One row of the log.
+
+    Attributes
+    ----------
+    seq : int
+        Position in the log (1, 2, ...; the order the service applied the events in).
+    kind : {"decision", "reward", "network"}
+    time : float
+        Wall-clock time (seconds since the epoch).
+    decision_id : str or None
+        The decision's id (decision and reward events).
+    model_version : int
+        The network version in force (0 until the first training is swapped in).
+    body : str
+        The event's values as JSON.
+    """
+
+    seq: int
+    kind: str
+    time: float
+    decision_id: str | None
+    model_version: int
+    body: str
+
+    def values(self) -> dict[str, Any]:
+        """The body as a dict."""
+        return json.loads(self.body)  # type: ignore[no-any-return]
+
+    def crc(self) -> int:
+        """CRC-32 of every field (what the log stores beside the row)."""
+        return row_crc(
+            self.seq, self.kind, self.time, self.decision_id, self.model_version, self.body
+        )
+
+
+def row_crc(
+    seq: int, kind: str, time: float, decision_id: str | None, model_version: int, body: str
+) -> int:
+    """CRC-32 of a row's fields."""
+    text = f"{seq}|{kind}|{time!r}|{decision_id}|{model_version}|{body}"
+    return zlib.crc32(text.encode("utf-8"))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def decision_body(decision: Decision, contexts: NDArray[np.float64], rng: dict[str, Any]) -> str:
+    """The JSON body of a decision event: ``contexts`` are every arm's (the checked array the
+    policy decided on), ``rng`` the policy's generator state after the decision."""
+    features = decision.features
+    same = features is None or (
+        features is decision.context
+        or (
+            isinstance(decision.context, np.ndarray)
+            and features.shape == decision.context.shape
+            and np.array_equal(features, decision.context)
+        )
+    )
+    body = {
+        "arm": decision.arm,
+        "propensity": decision.propensity,
+        "mean": decision.mean.tolist(),
+        "width": decision.width.tolist(),
+        "learned": decision.model_version,
+        "round": decision.round,
+        "mask": None if decision.mask is None else decision.mask.tolist(),
+        "contexts": np.asarray(contexts).tolist(),
+        "features": None if same else np.asarray(features).tolist(),
+        "no_features": decision.features is None,
+        "head": decision.head,
+        "extra": {k: _plain(v) for k, v in decision.extra.items()},
+        "rng": rng,
+    }
+    return json.dumps(body, separators=(",", ":"))
+
+
+def decision_of(event: Event) -> tuple[Decision, NDArray[np.float64], dict[str, Any]]:
+    """The :class:`Decision` a decision event logged (as the policy made it), every arm's
+    context and the policy's generator state after it."""
+    v = event.values()
+    contexts = np.asarray(v["contexts"], dtype=np.float64)
+    context = contexts[v["arm"]].copy()
+    if v["no_features"]:
+        features = None
+    elif v["features"] is None:
+        features = context
+    else:
+        features = v["features"]
+    decision = decision_from_state(
+        {
+            "id": event.decision_id,
+            "arm": v["arm"],
+            "propensity": v["propensity"],
+            "mean": v["mean"],
+            "width": v["width"],
+            "model_version": v["learned"],
+            "round": v["round"],
+            "time": event.time,
+            "mask": v["mask"],
+            "context": context,
+            "block": None,
+            "features": features,
+            "head": v["head"],
+            "extra": v["extra"],
+        }
+    )
+    return decision, contexts, v["rng"]
+
+
+def reward_body(
+    reward: float, reward_range: tuple[float, float] | None, sigma2: float | None
+) -> str:
+    """The JSON body of a reward event (the values as the policy checked them)."""
+    return json.dumps(
+        {
+            "reward": reward,
+            "reward_range": None if reward_range is None else list(reward_range),
+            "sigma2": sigma2,
+        },
+        separators=(",", ":"),
+    )
+
+
+def network_body(version: int, file: str, sha256: str, snapshot_t: int, seconds: float) -> str:
+    """The JSON body of a network event: the version, its file (relative to the state folder)
+    and checksum, the rewards learned when the training copied the policy, and how long the
+    training took."""
+    return json.dumps(
+        {
+            "version": version,
+            "file": file,
+            "sha256": sha256,
+            "snapshot_t": snapshot_t,
+            "seconds": seconds,
+        },
+        separators=(",", ":"),
+    )

@@ -1,0 +1,186 @@
+"""Starting a service on its state folder: creating the folder, or loading the newest good
+checkpoint and replaying the events logged after it.
+
+Replaying an event does what the live service did when it logged it:
+
+* a decision goes back into the pending table as logged (same id, arm, propensity, features),
+  and expires what its arrival expired; the policy's generator ends in the state the last
+  logged decision left it in;
+* a reward is learned by ``policy.learn`` with the logged values, so the ridge statistics are
+  those of the uninterrupted process, bit for bit (the features come from the decisions);
+* a network event loads the network version file at that point, as the live swap did.
+
+Rewards of policies whose timeout is in seconds are replayed with the timeout off (each was
+accepted when it was logged); decisions past their timeout expire once the replay ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deepbandits.errors import CheckpointError, DeepBanditsError, EventLogError, InputValueError
+from deepbandits.experiments.specs import parse_spec
+from deepbandits.policies import Policy, load_policy, make_policy
+from deepbandits.serve import training
+from deepbandits.serve.events import Event, decision_of
+from deepbandits.serve.log import EventLog
+from deepbandits.serve.store import StateFolder, policy_bytes, sha256
+
+LOG = logging.getLogger("deepbandits.serve")
+FORMAT = 1
+
+
+def create(folder: StateFolder, spec: str | None, checkpoint: Path | None) -> dict[str, Any]:
+    """Make a new state folder for the policy of ``spec`` (seeded, so that it can be rebuilt)
+    or of the file ``checkpoint``; returns its description (``service.json``)."""
+    if (spec is None) == (checkpoint is None):
+        raise InputValueError(
+            f"a new state folder {folder.root} needs a policy: give --policy SPEC or "
+            "--checkpoint FILE (one of them)"
+        )
+    info: dict[str, Any] = {"format": FORMAT, "created": time.time()}
+    if spec is not None:
+        name, params = parse_spec(spec)
+        if params.get("seed") is None:
+            params["seed"] = int.from_bytes(os.urandom(7), "big")  # fixed now: rebuildable
+        policy = make_policy(name, **params)
+        info.update(source="spec", policy=spec, name=name, params=params)
+    else:
+        assert checkpoint is not None
+        policy = load_policy(checkpoint)
+        name = policy.recipe_.name if policy.recipe_ is not None else type(policy).__name__
+        info.update(
+            source="checkpoint",
+            policy=name,
+            checkpoint=str(checkpoint),
+            sha256=sha256(Path(checkpoint).read_bytes()),
+        )
+    meta = {"seq": 0, "model_version": 0, "training_due": None, "time": time.time()}
+    folder.save_checkpoint(policy_bytes(policy), meta, base=True)
+    folder.write_service(info)
+    return info
+
+
+def check_same(info: dict[str, Any], root: Path, spec: str | None, checkpoint: Path | None) -> None:
+    """Refuse a ``spec`` or ``checkpoint`` other than the one the folder was created with."""
+    if spec is not None:
+        name, params = parse_spec(spec)
+        saved = dict(info.get("params", {}))
+        if params.get("seed") is None:
+            saved.pop("seed", None)
+        if info["source"] != "spec" or name != info.get("name") or params != saved:
+            raise InputValueError(
+                f"the state folder {root} serves {info['policy']!r}, not {spec!r}: leave out "
+                "--policy to resume it, or use another --state folder"
+            )
+    if checkpoint is not None:
+        given = sha256(Path(checkpoint).read_bytes())
+        if info["source"] != "checkpoint" or given != info.get("sha256"):
+            raise InputValueError(
+                f"the state folder {root} was not created from {checkpoint}: leave out "
+                "--checkpoint to resume it, or use another --state folder"
+            )
+
+
+def load(
+    folder: StateFolder, info: dict[str, Any], notes: list[str]
+) -> tuple[Policy, dict[str, Any]]:
+    """The newest checkpoint that loads, else the base, else (a folder made from a spec) the
+    policy rebuilt from its spec, with the sidecar (the last event it includes)."""
+    loaded = folder.load_newest(notes)
+    if loaded is not None:
+        return loaded
+    if info["source"] == "spec":
+        note = "no checkpoint loads: the policy is rebuilt from its spec and the whole log replayed"
+        notes.append(note)
+        LOG.warning(note)
+        policy = make_policy(info["name"], **info["params"])
+        return policy, {"seq": 0, "model_version": 0, "training_due": None}
+    raise CheckpointError(
+        f"no checkpoint of {folder.root} loads ({'; '.join(notes)}), and the folder was created "
+        f"from {info.get('checkpoint')}, which cannot be rebuilt: restore base.pt or a "
+        "checkpoint from a backup"
+    )
+
+
+class Replay:
+    """Applies logged events to a policy (module notes)."""
+
+    def __init__(self, policy: Policy, folder: StateFolder, model_version: int) -> None:
+        self.policy = policy
+        self.folder = folder
+        self.model_version = model_version
+        self.rng: dict[str, Any] | None = None
+        self.n = 0
+
+    def apply(self, event: Event) -> None:
+        """Apply one event; one that does not fit the policy raises
+        :class:`~deepbandits.errors.EventLogError` naming it."""
+        try:
+            self._apply(event)
+        except DeepBanditsError as exc:
+            raise EventLogError(
+                f"event {event.seq} ({event.kind}) of the log cannot be replayed on this policy: "
+                f"{exc}"
+            ) from None
+        self.n += 1
+
+    def _apply(self, event: Event) -> None:
+        policy = self.policy
+        if event.kind == "decision":
+            decision, contexts, self.rng = decision_of(event)
+            if policy.n_features_in_ is None:
+                policy._check(contexts)  # fixes the dimension and builds the state, as decide did
+            policy.pending_.add(decision)
+            policy.pending_.expire(decision.round, decision.time)
+        elif event.kind == "reward":
+            v = event.values()
+            bounds = None if v["reward_range"] is None else tuple(v["reward_range"])
+            policy.learn(event.decision_id, v["reward"], sigma2=v["sigma2"], reward_range=bounds)
+        elif event.kind == "network":
+            v = event.values()
+            training.apply(policy, self.folder.read_network(v["file"], v["sha256"]))
+            self.model_version = int(v["version"])
+        else:
+            raise EventLogError(f"unknown event kind {event.kind!r}")
+
+    def run(self, log: EventLog, after: int, notes: list[str]) -> int:
+        """Apply every event after ``after``; a damaged row ends the log there (the rest is
+        cut, with a copy of the whole file kept aside). Returns the last event applied."""
+        pending = self.policy.pending_
+        by_seconds = pending.timeout_unit == "seconds" and pending.reward_timeout is not None
+        timeout = pending.reward_timeout
+        if by_seconds:
+            pending.reward_timeout = None
+        last = after
+        events = log.read(after)
+        try:
+            while True:
+                try:
+                    event = next(events)
+                except StopIteration:
+                    break
+                except EventLogError as exc:
+                    log.cut_after(last, str(exc))
+                    notes.append(log.notes[-1])
+                    break
+                self.apply(event)
+                last = event.seq
+        finally:
+            pending.reward_timeout = timeout
+        if by_seconds:
+            pending.expire(pending.n_decided - 1, time.time())
+        if self.rng is not None:
+            self.policy._rng.bit_generator.state = self.rng
+        return last
+
+
+def as_float_array(contexts: Any) -> np.ndarray:  # type: ignore[type-arg]
+    """Contexts the policy accepted, as the float64 array it decided on (what the log keeps)."""
+    return np.asarray(contexts, dtype=np.float64)

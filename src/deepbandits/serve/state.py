@@ -1,0 +1,320 @@
+"""The state of a decision service: one policy, its event log and its state folder.
+
+:class:`ServiceState` is what an HTTP front end (:func:`deepbandits.serve.app.create_app`), a
+test or another process's replica drives. Each call that changes the policy (:meth:`decide`,
+:meth:`decide_batch`, :meth:`learn`) runs under the policy's lock and appends its events to the
+log under the same lock, so the log's order is the order the policy saw; it returns the events'
+futures, which resolve once the events are committed. Answer only then: what was answered is on
+disk.
+
+Opening the state recovers it (:mod:`deepbandits.serve.recovery`): the newest good checkpoint,
+then the events after it. Neural policies of the ridge family train off the request path
+(:mod:`deepbandits.serve.training`): a worker thread trains a copy, writes the new version to
+``networks/``, then swaps it in and logs it. :meth:`snapshot` (and every ``snapshot_every``
+events) writes a checkpoint whose events are all committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from deepbandits._io import folder_lock
+from deepbandits.errors import EventLogError, InputValueError, ServiceError
+from deepbandits.policies import Decision, Policy
+from deepbandits.policies.evaluation import Learned
+from deepbandits.serve import recovery, training
+from deepbandits.serve.events import decision_body, network_body, reward_body
+from deepbandits.serve.log import DURABILITY, EventLog
+from deepbandits.serve.store import StateFolder, policy_bytes
+
+LOG = logging.getLogger("deepbandits.serve")
+#: Seconds :meth:`ServiceState.close` waits for a training in flight before leaving it.
+CLOSE_WAIT = 10.0
+
+
+class ServiceState:
+    """A policy served from the state folder ``folder`` (created or recovered).
+
+    Parameters
+    ----------
+    folder : path
+        The state folder (:mod:`deepbandits.serve.store`); one process holds it at a time.
+    policy : str, optional
+        Policy specification (``"linucb:alpha=0.1"``) of a new folder; on an existing folder it
+        must be the one it was created with (or be left out).
+    checkpoint : path, optional
+        A file written by ``policy.save`` to serve instead (a new folder).
+    durability : {"normal", "full"}, default="normal"
+        SQLite's synchronous setting (:mod:`deepbandits.serve.log`).
+    snapshot_every : int, optional
+        Write a checkpoint after every so many decisions and rewards.
+    """
+
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        policy: str | None = None,
+        checkpoint: str | Path | None = None,
+        durability: str = "normal",
+        snapshot_every: int | None = None,
+    ) -> None:
+        if durability not in DURABILITY:
+            raise InputValueError(
+                f"durability must be one of {', '.join(DURABILITY)}, but {durability!r} is given"
+            )
+        if snapshot_every is not None and (type(snapshot_every) is not int or snapshot_every < 1):
+            raise InputValueError(
+                f"snapshot_every must be an integer >= 1 or None, but {snapshot_every!r} is given"
+            )
+        self.folder = StateFolder(folder)
+        self.snapshot_every = snapshot_every
+        self.lock = threading.RLock()
+        self.notes: list[str] = []
+        self.training_listeners: list[Callable[[float], None]] = []
+        self._stack = ExitStack()
+        self._stack.enter_context(folder_lock(self.folder.root))
+        try:
+            self._open(policy, None if checkpoint is None else Path(checkpoint), durability)
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def _open(self, spec: str | None, checkpoint: Path | None, durability: str) -> None:
+        info = self.folder.read_service()
+        if info is None:
+            info = recovery.create(self.folder, spec, checkpoint)
+        else:
+            recovery.check_same(info, self.folder.root, spec, checkpoint)
+        self.info = info
+        self.log = EventLog(self.folder.log_path, durability)
+        self._stack.callback(self.log.close)
+        self.notes.extend(self.log.notes)
+        policy, meta = recovery.load(self.folder, info, self.notes)
+        self.trainer = training.trainer_of(policy)
+        if self.trainer is not None:
+            self.trainer.defer()
+            self.trainer.due_ = meta.get("training_due")
+            torch.set_num_threads(1)  # the request path and the trainer share the cores
+        if int(meta["seq"]) > self.log.last_seq():
+            note = (
+                f"the checkpoint includes events up to {meta['seq']} but the log ends at "
+                f"{self.log.last_seq()} (lost with the machine's power?); continuing after it"
+            )
+            self.notes.append(note)
+            LOG.warning(note)
+            self.log.skip_to(int(meta["seq"]))
+        replay = recovery.Replay(policy, self.folder, int(meta["model_version"]))
+        self.last_checkpoint = int(meta["seq"])
+        self.replayed_to = replay.run(self.log, self.last_checkpoint, self.notes)
+        self.replayed = replay.n
+        self.policy: Policy = policy
+        self.model_version = replay.model_version
+        self.n_events = self.log.count("decision", "reward")
+        self.n_trainings = 0
+        self.training_failures = 0
+        self._since_snapshot = 0
+        self._training: threading.Thread | None = None
+        self._snapshotting: threading.Thread | None = None
+        self._snapshot_lock = threading.Lock()
+        self._closed = False
+        self.maybe_train()
+
+    # ------------------------------------------------------------------ requests
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ServiceError("the service is shutting down")
+        if self.log.failure is not None:
+            raise EventLogError(f"the event log cannot be written: {self.log.failure}")
+
+    def _log_decision(self, decision: Decision, contexts: Any) -> Future[int]:
+        rng = self.policy._rng.bit_generator.state
+        body = decision_body(decision, recovery.as_float_array(contexts), rng)
+        return self.log.append("decision", decision.time, decision.id, self.model_version, body)[1]
+
+    def decide(self, contexts: Any, mask: Any = None) -> tuple[Decision, Future[int]]:
+        """``policy.decide(contexts, mask)``, logged; returns the decision and its commit."""
+        with self.lock:
+            self._check_open()
+            decision = self.policy.decide(contexts, mask)
+            future = self._log_decision(decision, contexts)
+            self._count(1)
+        return decision, future
+
+    def decide_batch(
+        self, contexts: Sequence[Any], masks: Sequence[Any] | None = None
+    ) -> tuple[list[Decision], list[Future[int]]]:
+        """``policy.decide_batch(contexts, masks)``, logged; the decisions and their commits."""
+        with self.lock:
+            self._check_open()
+            decisions = self.policy.decide_batch(list(contexts), masks)
+            futures = [self._log_decision(d, X) for d, X in zip(decisions, contexts, strict=True)]
+            self._count(len(decisions))
+        return decisions, futures
+
+    def learn(
+        self,
+        decision_id: str,
+        reward: Any,
+        *,
+        reward_range: Any = None,
+        sigma2: Any = None,
+    ) -> tuple[Learned, Future[int]]:
+        """``policy.learn(decision_id, reward, ...)``, logged; returns what learning did and
+        the reward's commit. A training the schedule now wants starts in the background."""
+        bounds = None if reward_range is None else tuple(reward_range)
+        with self.lock:
+            self._check_open()
+            learned = self.policy.learn(decision_id, reward, sigma2=sigma2, reward_range=bounds)
+            body = reward_body(
+                float(reward),
+                None if bounds is None else (float(bounds[0]), float(bounds[1])),
+                None if sigma2 is None else float(sigma2),
+            )
+            future = self.log.append("reward", time.time(), decision_id, self.model_version, body)[
+                1
+            ]
+            self._count(1)
+        self.maybe_train()
+        return learned, future
+
+    def _count(self, n: int) -> None:
+        """Count ``n`` events (under the lock); start a periodic snapshot when one is due."""
+        self.n_events += n
+        self._since_snapshot += n
+        every = self.snapshot_every
+        if every is not None and self._since_snapshot >= every and self._snapshotting is None:
+            self._since_snapshot = 0
+            thread = threading.Thread(target=self._snapshot_quietly, name="deepbandits-snapshot")
+            self._snapshotting = thread
+            thread.start()
+
+    # ------------------------------------------------------------------ training
+    @property
+    def training(self) -> bool:
+        """Whether a training runs now."""
+        return self._training is not None
+
+    def maybe_train(self) -> bool:
+        """Start a training in the background if one is due and none runs; returns whether
+        one started."""
+        trainer = self.trainer
+        if trainer is None or trainer.due_ is None or self._training is not None or self._closed:
+            return False
+        with self.lock:
+            if trainer.due_ is None or self._training is not None:
+                return False
+            job = training.prepare(self.policy)
+            self._training = threading.Thread(
+                target=self._train, args=(job,), name="deepbandits-train", daemon=True
+            )
+            self._training.start()
+        return True
+
+    def _train(self, job: training.TrainingJob) -> None:
+        try:
+            state = training.run(job)
+            version = self.model_version + 1  # only this thread changes it, one at a time
+            file, checksum = self.folder.write_network(version, state)
+            with self.lock:
+                if self._closed:
+                    return
+                training.apply(self.policy, state)
+                self.model_version = version
+                body = network_body(version, file, checksum, job.snapshot_t, state["seconds"])
+                future = self.log.append("network", time.time(), None, version, body)[1]
+            future.result()
+            self.n_trainings += 1
+            for listener in self.training_listeners:
+                listener(float(state["seconds"]))
+        except Exception:
+            self.training_failures += 1
+            LOG.exception("a network training failed; the current network stays")
+        finally:
+            self._training = None
+        self.maybe_train()  # one that fell due meanwhile
+
+    # ------------------------------------------------------------------ checkpoints
+    def snapshot(self) -> dict[str, Any]:
+        """Write a checkpoint of the policy now (after its events are committed); returns its
+        sidecar (``seq``: the last event it includes)."""
+        with self._snapshot_lock:
+            with self.lock:
+                self._check_open()
+                data = policy_bytes(self.policy)
+                meta = {
+                    "seq": self.log.seq,
+                    "model_version": self.model_version,
+                    "training_due": None if self.trainer is None else self.trainer.due_,
+                    "time": time.time(),
+                    "rewards_learned": self.policy.t_,
+                    "counts": self.policy.pending_.counts(),
+                }
+            self.log.flush(meta["seq"])
+            self.folder.save_checkpoint(data, meta)
+            self.last_checkpoint = max(self.last_checkpoint, int(meta["seq"]))
+            return meta
+
+    def _snapshot_quietly(self) -> None:
+        try:
+            self.snapshot()
+        except Exception:
+            LOG.exception("a periodic snapshot failed")
+        finally:
+            self._snapshotting = None
+
+    # ------------------------------------------------------------------ status
+    def health(self) -> dict[str, Any]:
+        """Status, network version, events logged since the folder was created, and the
+        pending table's counts."""
+        with self.lock:
+            counts = self.policy.pending_.counts()
+            return {
+                "status": "ok" if self.log.failure is None and not self._closed else "degraded",
+                "model_version": self.model_version,
+                "events": self.n_events,
+                "pending": counts["pending"],
+                "decided": counts["decided"],
+                "learned": counts["learned"],
+                "expired": counts["expired"],
+                "rewards_learned": self.policy.t_,
+                "training": self.training,
+                "trainings": int(getattr(self.policy, "n_trainings_", 0)),
+                "last_event": self.log.seq,
+                "last_checkpoint": self.last_checkpoint,
+                "policy": self.info["policy"],
+                "durability": self.log.durability,
+                "notes": list(self.notes),
+            }
+
+    def close(self, *, snapshot: bool = False) -> None:
+        """Stop: optionally write a checkpoint, commit what is queued, release the folder. A
+        training in flight is waited for up to :data:`CLOSE_WAIT` seconds, then dropped (it
+        runs again after a restart, since it is still due)."""
+        if self._closed:
+            return
+        thread = self._training
+        if thread is not None:
+            thread.join(CLOSE_WAIT)
+        if self._snapshotting is not None:
+            self._snapshotting.join()
+        if snapshot and self.log.failure is None:
+            self.snapshot()
+        with self.lock:
+            self._closed = True
+        self._stack.close()
+
+    def __enter__(self) -> ServiceState:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
