@@ -57,6 +57,18 @@ def check_reward(
     return reward, sigma2, bounds
 
 
+def _plain_rewards(policy: PolicyCore, rewards: ArrayLike) -> bool:
+    """Whether ``rewards`` is an array of floats that :func:`check_reward` would each accept
+    with no σ² and the policy's reward range (then they are checked at once; otherwise one by
+    one, which names the first that fails)."""
+    if not (isinstance(rewards, np.ndarray) and rewards.dtype == np.float64):
+        return False
+    bounds = policy._reward_range
+    low, high = (-MAX_ABS_INPUT, MAX_ABS_INPUT) if bounds is None else bounds
+    low, high = max(low, -MAX_ABS_INPUT), min(high, MAX_ABS_INPUT)
+    return bool(rewards.size == 0 or (rewards.min() >= low and rewards.max() <= high))
+
+
 def update(
     policy: PolicyCore,
     contexts: ArrayLike,
@@ -186,10 +198,17 @@ def learn_batch(
     if len(set(ids)) != n:
         twice = next(i for i in ids if ids.count(i) > 1)
         raise DecisionError(f"decision {twice} appears twice: a decision takes one reward")
-    batch = [
-        Feedback(obs, *check_reward(policy, r, v, b))
-        for obs, r, v, b in zip(found, rewards_list, s2, ranges, strict=True)
-    ]
+    if sigma2 is None and reward_ranges is None and _plain_rewards(policy, rewards):
+        bounds = policy._reward_range  # every reward checked at once (what check_reward does)
+        batch = [
+            Feedback(obs, r, None, bounds)
+            for obs, r in zip(found, np.asarray(rewards, dtype=np.float64).tolist(), strict=True)
+        ]
+    else:
+        batch = [
+            Feedback(obs, *check_reward(policy, r, v, b))
+            for obs, r, v, b in zip(found, rewards_list, s2, ranges, strict=True)
+        ]
     policy._check_learn_many(n)
     with atomic(policy):
         learned = policy._learn_many(batch)
