@@ -131,10 +131,10 @@ def freeze(*arrays: Any) -> None:
     block-encoded contexts included."""
     for array in arrays:
         if isinstance(array, np.ndarray):
-            array.flags.writeable = False
+            array.setflags(write=False)
         elif isinstance(array, BlockContexts):
-            array.blocks.flags.writeable = False
-            array.slots.flags.writeable = False
+            array.blocks.setflags(write=False)
+            array.slots.setflags(write=False)
 
 
 class PendingDecisions:
