@@ -1,0 +1,102 @@
+"""The service's Prometheus metrics: one registry per app, so that two apps in one process (tests,
+replicas) never share counters.
+
+=========================================== ===============================================
+``deepbandits_decisions_total``             decisions made (single and batch)
+``deepbandits_rewards_total``               rewards learned
+``deepbandits_expired_decisions``           decisions that expired before their reward
+``deepbandits_pending_decisions``           decisions awaiting their reward
+``deepbandits_errors_total{code}``          answers with an HTTP error status, by status
+``deepbandits_request_seconds{endpoint}``   latency histogram, by endpoint (commit included)
+``deepbandits_trainings_total``             network trainings swapped in by this process
+``deepbandits_training_seconds``            their duration (histogram)
+``deepbandits_model_version``               the network version in force
+``deepbandits_events``                      decisions and rewards logged since the folder began
+=========================================== ===============================================
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from deepbandits.serve.state import ServiceState
+
+#: Latency buckets (seconds): the service answers in milliseconds.
+LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+TRAINING_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+ENDPOINTS = ("/v1/decide", "/v1/decide_batch", "/v1/reward", "/v1/health", "/v1/snapshot")
+
+
+class ServiceMetrics:
+    """The metrics of one app over ``state`` (module notes)."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self, state: ServiceState) -> None:
+        self.state = state
+        self.registry = registry = CollectorRegistry()
+        self.decisions = Counter("deepbandits_decisions", "Decisions made", registry=registry)
+        self.rewards = Counter("deepbandits_rewards", "Rewards learned", registry=registry)
+        self.errors = Counter(
+            "deepbandits_errors", "Answers with an HTTP error status", ["code"], registry=registry
+        )
+        self.latency = Histogram(
+            "deepbandits_request_seconds",
+            "Time to answer a request, its commit included",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.trainings = Counter(
+            "deepbandits_trainings", "Network trainings swapped in", registry=registry
+        )
+        self.training_seconds = Histogram(
+            "deepbandits_training_seconds",
+            "Duration of a network training",
+            buckets=TRAINING_BUCKETS,
+            registry=registry,
+        )
+        self.expired = Gauge(
+            "deepbandits_expired_decisions",
+            "Decisions that expired before their reward (since the folder was created)",
+            registry=registry,
+        )
+        self.pending = Gauge(
+            "deepbandits_pending_decisions", "Decisions awaiting their reward", registry=registry
+        )
+        self.model_version = Gauge(
+            "deepbandits_model_version", "The network version in force", registry=registry
+        )
+        self.events = Gauge(
+            "deepbandits_events",
+            "Decisions and rewards logged since the state folder was created",
+            registry=registry,
+        )
+        state.training_listeners.append(self._trained)
+
+    def _trained(self, seconds: float) -> None:
+        self.trainings.inc()
+        self.training_seconds.observe(seconds)
+
+    def observe(self, path: str, status: int, seconds: float) -> None:
+        """Record one answer: its latency by endpoint, and its status when it is an error."""
+        if path in ENDPOINTS:
+            self.latency.labels(path).observe(seconds)
+        if status >= 400:
+            self.errors.labels(str(status)).inc()
+
+    def render(self) -> bytes:
+        """The metrics in Prometheus' text format, the gauges read from the state now."""
+        health = self.state.health()
+        self.expired.set(health["expired"])
+        self.pending.set(health["pending"])
+        self.model_version.set(health["model_version"])
+        self.events.set(health["events"])
+        return generate_latest(self.registry)

@@ -1,0 +1,113 @@
+"""The JSON bodies of the HTTP API (pydantic models; FastAPI builds the OpenAPI page from them).
+
+The request fields that the policy validates (contexts, mask, reward, reward range) are taken as
+any JSON value here and checked by the library itself, so that an invalid request is answered
+with the library's own message naming the field, what was expected and what was given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_NUMBERS = {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}
+_MASK = {"type": "array", "items": {"type": "boolean"}, "nullable": True}
+_RANGE = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+
+
+class DecideRequest(BaseModel):
+    """One request: every arm's context, and the arms available."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    contexts: Any = Field(
+        ...,
+        description="every arm's context: K rows of d numbers",
+        json_schema_extra=_NUMBERS,
+    )
+    mask: Any = Field(
+        None,
+        description="K booleans, true where the arm may be chosen (default: every arm)",
+        json_schema_extra=_MASK,
+    )
+
+
+class DecideBatchRequest(BaseModel):
+    """Several requests decided with the model as it is (one network pass)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: list[DecideRequest] = Field(..., description="the requests, in order")
+
+
+class DecisionOut(BaseModel):
+    """A decision: what to play, and what the reward will be learned by."""
+
+    decision_id: str = Field(..., description="the id to send the reward with")
+    arm: int = Field(..., description="index of the arm chosen among the rows of contexts")
+    propensity: float = Field(..., description="probability the policy had of choosing it")
+    mean: list[float | None] = Field(..., description="every arm's estimated mean reward")
+    width: list[float | None] = Field(..., description="every arm's exploration width")
+    model_version: int = Field(..., description="the network version that decided")
+
+
+class DecisionsOut(BaseModel):
+    decisions: list[DecisionOut]
+
+
+class RewardRequest(BaseModel):
+    """The reward of a decision."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision_id: str = Field(..., description="the id of the decision")
+    reward: Any = Field(
+        ..., description="the observed reward", json_schema_extra={"type": "number"}
+    )
+    reward_range: Any = Field(
+        None,
+        description="this reward's range [a, b] (default: the policy's)",
+        json_schema_extra=_RANGE,
+    )
+    sigma2: Any = Field(
+        None,
+        description="an oracle bound on this reward's noise variance, if known",
+        json_schema_extra={"type": "number", "nullable": True},
+    )
+
+
+class RewardOut(BaseModel):
+    decision_id: str
+    rewards_learned: int = Field(..., description="rewards the policy has learned, this one too")
+    sigma2: float | None = Field(..., description="the variance bound the update was weighted by")
+    model_version: int
+
+
+class HealthOut(BaseModel):
+    status: str = Field(..., description="ok, or degraded when the log cannot be written")
+    model_version: int
+    events: int = Field(..., description="decisions and rewards logged since the folder began")
+    pending: int = Field(..., description="decisions awaiting their reward")
+    decided: int
+    learned: int
+    expired: int
+    rewards_learned: int
+    training: bool
+    trainings: int
+    last_event: int
+    last_checkpoint: int
+    policy: str
+    durability: str
+    notes: list[str] = Field(..., description="what the last start found and repaired")
+
+
+class SnapshotOut(BaseModel):
+    seq: int = Field(..., description="the last event the checkpoint includes")
+    model_version: int
+    rewards_learned: int
+
+
+class ErrorOut(BaseModel):
+    detail: str = Field(..., description="what is wrong, naming the field")
+    error: str = Field(..., description="the library's exception class")

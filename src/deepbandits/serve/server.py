@@ -1,0 +1,117 @@
+"""Running the API on uvicorn: in the foreground (``deepbandits serve``) or in a thread
+(:class:`BackgroundServer`: tests, notebooks, a process that embeds the service).
+
+The socket is bound here, before uvicorn starts, so that an address in use or not allowed is a
+clear error of the command (``deepbandits: error: ...``) rather than a log line of the server.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+from deepbandits.errors import InputValueError, ServiceError
+
+#: Seconds uvicorn lets requests in flight finish on shutdown.
+GRACEFUL_SECONDS = 5
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio: no Nagle
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise InputValueError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (another service on that "
+            "port? choose another with --port)"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def make_server(app: Any, *, log_level: str = "warning") -> uvicorn.Server:
+    """A uvicorn server for ``app`` (no access log: the metrics count requests)."""
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
+    )
+    return uvicorn.Server(config)
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def run(app: Any, sock: socket.socket, *, log_level: str = "warning") -> None:
+    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM."""
+    make_server(app, log_level=log_level).run(sockets=[sock])
+
+
+class BackgroundServer:
+    """``app`` served on ``host:port`` (default: a free loopback port) by a thread.
+
+    Use as a context manager, or :meth:`start` and :meth:`stop`; :attr:`url` is where it
+    answers.
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.url = ""
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, timeout: float = 20.0) -> str:
+        """Start serving; returns the URL once the server accepts connections."""
+        sock = bind(self.host, self.port)
+        self.url = url_of(sock)
+        server = self._server = make_server(self.app)
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="deepbandits-http", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ServiceError(f"the server on {self.url} did not start")
+            time.sleep(0.01)
+        return self.url
+
+    def stop(self) -> None:
+        """Stop serving (requests in flight finish first) and wait for the thread."""
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(GRACEFUL_SECONDS + 5)
+        self._server = self._thread = None
+
+    def __enter__(self) -> BackgroundServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
