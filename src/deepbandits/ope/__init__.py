@@ -1,0 +1,30 @@
+"""Off-policy evaluation and warm starts from logged bandit data.
+
+How good would a policy have been on the traffic already logged? :func:`evaluate` answers with
+IPS, SNIPS, the direct method, DR, SNDR, Switch-DR and DRos (:mod:`~deepbandits.ope.estimators`),
+each with a bootstrap interval and the effective sample size; :func:`replay` answers for a
+policy that learns as it goes (Li et al. 2011); :func:`learn_log` starts a policy from the log.
+Logs come from :func:`make_log`, :func:`deepbandits.load_logged` (the Open Bandit Dataset, the
+decision service's export) or :func:`simulate_log` (with the true values known).
+"""
+
+from deepbandits.ope.estimators import ESTIMATORS, effective_sample_size
+from deepbandits.ope.evaluate import OPEResult, evaluate
+from deepbandits.ope.log import LoggedBandit, make_log
+from deepbandits.ope.reward_model import cross_fitted_rewards
+from deepbandits.ope.support import Support, SupportWarning
+from deepbandits.ope.target import action_distribution, policy_probabilities
+
+__all__ = [
+    "ESTIMATORS",
+    "LoggedBandit",
+    "OPEResult",
+    "Support",
+    "SupportWarning",
+    "action_distribution",
+    "cross_fitted_rewards",
+    "effective_sample_size",
+    "evaluate",
+    "make_log",
+    "policy_probabilities",
+]

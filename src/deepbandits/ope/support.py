@@ -1,0 +1,128 @@
+"""How well a log supports an evaluation policy, and the warnings, with numbers, when it does not.
+
+Importance weighting needs π₀(a | x) > 0 wherever π(a | x) > 0 (positivity, or overlap), and
+its variance grows with the weights. Three symptoms are checked:
+
+* **small propensities**: logged rounds with π₀(aₜ | xₜ) below ``min_propensity``, whose
+  weights reach 1/π₀;
+* **arms the log never took**: the share of π's mass on arms with no logged round (IPS sees
+  none of their rewards and underestimates; DM extrapolates to them), or, when π₀'s whole
+  distribution is known, on (round, arm) pairs with π₀ = 0;
+* **effective sample size** (Kish's (Σw)²/Σw²,
+  :func:`~deepbandits.ope.estimators.effective_sample_size`) below ``min_ess_fraction``
+  of the rounds: the estimate rests on a few rounds.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deepbandits.ope.estimators import effective_sample_size
+from deepbandits.ope.log import LoggedBandit
+
+Array = NDArray[np.float64]
+
+#: Default thresholds of the warnings.
+MIN_PROPENSITY = 1e-3
+MIN_ESS_FRACTION = 0.01
+MAX_UNSUPPORTED_MASS = 0.01
+
+
+class SupportWarning(UserWarning):
+    """The log supports the evaluation policy poorly: the estimates may be far off."""
+
+
+@dataclass(frozen=True)
+class Support:
+    """Support diagnostics of one (log, policy) pair.
+
+    Attributes
+    ----------
+    n : int
+        Logged rounds.
+    ess : float
+        Effective sample size of the importance weights.
+    max_weight : float
+        Largest importance weight.
+    n_small_propensity : int
+        Rounds with π₀(aₜ | xₜ) < ``min_propensity``.
+    min_propensity : float
+        Smallest logged propensity.
+    unsupported_mass : float
+        Mean over rounds of π's mass on arms the log never took (or, with π₀ known, on arms
+        with π₀ = 0).
+    unseen_arms : tuple of int
+        Arms π plays that the log never took.
+    """
+
+    n: int
+    ess: float
+    max_weight: float
+    n_small_propensity: int
+    min_propensity: float
+    unsupported_mass: float
+    unseen_arms: tuple[int, ...]
+
+    @property
+    def ess_fraction(self) -> float:
+        return self.ess / self.n if self.n else 0.0
+
+
+def support_of(log: LoggedBandit, action_dist: Array, w: Array, threshold: float) -> Support:
+    """The diagnostics of :class:`Support` (``threshold``: the small-propensity bound)."""
+    taken = np.bincount(log.actions, minlength=log.n_actions) > 0
+    if log.logging_dist is not None:
+        unsupported = (action_dist * (log.logging_dist <= 0)).sum(axis=1).mean()
+    else:
+        unsupported = action_dist[:, ~taken].sum(axis=1).mean() if (~taken).any() else 0.0
+    played = action_dist.max(axis=0) > 0
+    return Support(
+        n=len(log),
+        ess=effective_sample_size(w),
+        max_weight=float(w.max()) if len(w) else 0.0,
+        n_small_propensity=int((log.propensities < threshold).sum()),
+        min_propensity=float(log.propensities.min()),
+        unsupported_mass=float(unsupported),
+        unseen_arms=tuple(int(a) for a in np.flatnonzero(played & ~taken)),
+    )
+
+
+def support_messages(
+    s: Support,
+    *,
+    min_propensity: float = MIN_PROPENSITY,
+    min_ess_fraction: float = MIN_ESS_FRACTION,
+    max_unsupported_mass: float = MAX_UNSUPPORTED_MASS,
+) -> list[str]:
+    """The problems of ``s`` in words, with their numbers (empty when the support is good)."""
+    out = []
+    if s.n_small_propensity:
+        out.append(
+            f"{s.n_small_propensity} of {s.n} logged rounds ({s.n_small_propensity / s.n:.1%}) "
+            f"have a logging propensity below {min_propensity:g} (smallest "
+            f"{s.min_propensity:.3g}); importance weights reach {s.max_weight:.4g}"
+        )
+    if s.unsupported_mass > max_unsupported_mass:
+        arms = ", ".join(map(str, s.unseen_arms[:10])) + (" ..." if len(s.unseen_arms) > 10 else "")
+        where = f" (arms the log never took: {arms})" if s.unseen_arms else ""
+        out.append(
+            f"the evaluation policy puts {s.unsupported_mass:.1%} of its probability on actions "
+            f"the logging policy could not take{where}: IPS and DR cannot see those rewards "
+            "(they underestimate), DM extrapolates to them"
+        )
+    if s.ess_fraction < min_ess_fraction:
+        out.append(
+            f"the effective sample size is {s.ess:.1f} of {s.n} rounds ({s.ess_fraction:.2%}, "
+            f"below {min_ess_fraction:.0%}): the weighted estimates rest on a few rounds"
+        )
+    return out
+
+
+def warn_support(messages: list[str], stacklevel: int = 3) -> None:
+    """One :class:`SupportWarning` per message."""
+    for message in messages:
+        warnings.warn(f"poor support: {message}", SupportWarning, stacklevel=stacklevel)
