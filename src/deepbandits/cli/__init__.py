@@ -1,5 +1,5 @@
-"""Command line: ``deepbandits run | compare | demo | report | reproduce | tune | list``. Every
-command has ``--help``.
+"""Command line: ``deepbandits run | compare | demo | report | reproduce | tune | list | serve |
+export-log``. Every command has ``--help``.
 
 A mistake in what the user gave (an option, a specification, a file, an output folder, a dataset
 that is missing offline) is reported in one paragraph on stderr, ``deepbandits: error: ...``, with
@@ -11,7 +11,8 @@ The modules: :mod:`~deepbandits.cli.parser` (every command and its options, from
 types and shared option groups of :mod:`~deepbandits.cli.arguments`),
 :mod:`~deepbandits.cli.runs` (``run``, ``compare``, ``demo``, ``tune``, ``report``),
 :mod:`~deepbandits.cli.experiments` (``reproduce``, ``experiment``),
-:mod:`~deepbandits.cli.listing` (``list``), :mod:`~deepbandits.cli.errors` (how mistakes and
+:mod:`~deepbandits.cli.listing` (``list``), :mod:`~deepbandits.cli.serve` (``serve``,
+``export-log``), :mod:`~deepbandits.cli.errors` (how mistakes and
 bugs are reported) and :mod:`~deepbandits.cli.entry` (:func:`main`).
 """
 

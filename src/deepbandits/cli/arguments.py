@@ -52,6 +52,14 @@ positive_int = _integer_at_least(1)
 nonnegative_int = _integer_at_least(0)
 
 
+def port_number(text: str) -> int:
+    """An argparse ``type``: a TCP port, 0 to 65535 (0: a free one)."""
+    value = nonnegative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return value
+
+
 def positive_float(text: str) -> float:
     """An argparse ``type``: a finite number > 0."""
     try:

@@ -12,6 +12,7 @@ from deepbandits.cli.experiments import experiment_command, reproduce_command
 from deepbandits.cli.listing import list_command
 from deepbandits.cli.parser import build_parser
 from deepbandits.cli.runs import compare_command, report_command, tune_command
+from deepbandits.cli.serve import export_log_command, serve_command
 
 #: The function of each command: it gets the parsed arguments and returns the exit status.
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -23,6 +24,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "experiment": experiment_command,
     "tune": tune_command,
     "list": list_command,
+    "serve": serve_command,
+    "export-log": export_log_command,
 }
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
+from deepbandits._version import __version__
 from deepbandits.cli.arguments import (
     SPEC_HELP,
     Parser,
@@ -12,12 +14,14 @@ from deepbandits.cli.arguments import (
     add_experiment_options,
     add_run_options,
     nonnegative_int,
+    port_number,
     positive_float,
     positive_int,
     seed_list,
 )
 from deepbandits.cli.runs import DEMO_POLICIES
 from deepbandits.policies import policy_names
+from deepbandits.serve import MAX_BODY_BYTES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="deepbandits",
         description="Neural contextual bandits: run and compare policies on bandit environments.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"deepbandits {__version__}",
+        help="print the package's version and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -210,4 +220,76 @@ def build_parser() -> argparse.ArgumentParser:
         help="print instead every parameter of POLICY (a name or configuration): its default, "
         "type and range, and meaning",
     )
+    add_serve_parsers(sub)
     return parser
+
+
+def add_serve_parsers(sub: Any) -> None:
+    """``serve`` and ``export-log``."""
+    p_serve = sub.add_parser(
+        "serve",
+        help="serve a policy over HTTP, with a durable event log",
+        description="Serve a policy over HTTP (FastAPI on uvicorn; OpenAPI page at /docs): "
+        "POST /v1/decide, /v1/decide_batch, /v1/reward, /v1/snapshot; GET /v1/health, "
+        "/metrics. Every decision and reward is committed to STATE/events.sqlite before it is "
+        "answered; on start the newest checkpoint is loaded and the events after it replayed. "
+        "A new STATE needs --policy or --checkpoint; an existing one resumes.",
+    )
+    source = p_serve.add_mutually_exclusive_group()
+    source.add_argument("--policy", default=None, help=f"policy of a new state folder, {SPEC_HELP}")
+    source.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="a file written by policy.save, served in a new state folder",
+    )
+    p_serve.add_argument(
+        "--state", type=Path, required=True, help="state folder: event log and checkpoints"
+    )
+    p_serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, this machine only)",
+    )
+    p_serve.add_argument(
+        "--port", type=port_number, default=8000, help="port (default: 8000; 0: a free one)"
+    )
+    p_serve.add_argument(
+        "--token",
+        default=None,
+        help="require 'Authorization: Bearer TOKEN' on every endpoint but /v1/health "
+        "(default: $DEEPBANDITS_TOKEN, else none)",
+    )
+    p_serve.add_argument(
+        "--durability",
+        choices=("normal", "full"),
+        default="normal",
+        help="normal: a commit survives the process being killed; full: it also survives a "
+        "power loss (an fsync per commit) (default: normal)",
+    )
+    p_serve.add_argument(
+        "--snapshot-every",
+        type=positive_int,
+        default=None,
+        help="write a checkpoint every N decisions and rewards (default: only on "
+        "POST /v1/snapshot and on stop)",
+    )
+    p_serve.add_argument(
+        "--max-body-bytes",
+        type=positive_int,
+        default=MAX_BODY_BYTES,
+        help=f"largest request body accepted, larger ones get 413 (default: {MAX_BODY_BYTES})",
+    )
+
+    p_export = sub.add_parser(
+        "export-log",
+        help="write a service's event log as one table (logged bandit data)",
+        description="Write the decisions of a deepbandits serve state folder, with their "
+        "rewards, propensities, contexts, masks, times and model versions, as one table for "
+        "offline evaluation (one row per decision).",
+    )
+    p_export.add_argument("state", type=Path, help="the state folder of deepbandits serve")
+    p_export.add_argument(
+        "--format", choices=("parquet", "csv"), default="parquet", help="default: parquet"
+    )
+    p_export.add_argument("--out", type=Path, required=True, help="the file to write")

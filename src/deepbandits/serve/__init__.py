@@ -18,4 +18,7 @@ from __future__ import annotations
 
 from deepbandits.serve.state import ServiceState
 
-__all__ = ["ServiceState"]
+#: Default limit of a request body: a batch of about 10,000 decisions of 10 arms × 10 features.
+MAX_BODY_BYTES = 8 * 2**20
+
+__all__ = ["MAX_BODY_BYTES", "ServiceState"]

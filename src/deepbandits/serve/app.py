@@ -48,6 +48,7 @@ from deepbandits.errors import (
     UnknownDecisionError,
 )
 from deepbandits.policies import Decision
+from deepbandits.serve import MAX_BODY_BYTES
 from deepbandits.serve.guard import Guard
 from deepbandits.serve.metrics import ServiceMetrics
 from deepbandits.serve.schemas import (
@@ -64,8 +65,6 @@ from deepbandits.serve.schemas import (
 from deepbandits.serve.state import ServiceState
 
 LOG = logging.getLogger("deepbandits.serve")
-#: Default limit of a request body: a batch of about 10,000 decisions of 10 arms × 10 features.
-MAX_BODY_BYTES = 8 * 2**20
 ERRORS = {
     401: "AuthenticationError",
     404: "UnknownDecisionError",

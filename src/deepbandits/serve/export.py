@@ -1,0 +1,119 @@
+"""The event log as one table of logged bandit data (``deepbandits export-log``), for off-policy
+evaluation.
+
+One row per decision, in the order they were made:
+
+================= =====================================================================
+``decision_id``   the decision's id
+``time_decided``  when it was made (seconds since the epoch)
+``time_rewarded`` when its reward was learned (null: none yet, or it expired)
+``model_version`` the network version that made it
+``action``        the arm played (index among the rows of ``contexts``)
+``propensity``    the probability the policy had of playing it
+``reward``        the reward learned (null if none)
+``reward_range``  the reward's range [a, b] given with it (null: the policy's)
+``n_arms``        how many arms the request had
+``contexts``      every arm's context: a list of K lists of d numbers (JSON text in CSV)
+``mask``          the arms available: K booleans, or null for all (JSON text in CSV)
+================= =====================================================================
+
+The log is read through a read-only connection, so a running service may keep writing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from deepbandits._io import write_atomic
+from deepbandits.errors import EventLogError, InputValueError
+from deepbandits.serve.log import problem_of
+from deepbandits.serve.store import LOG_FILE
+
+FORMATS = ("parquet", "csv")
+COLUMNS = (
+    "decision_id",
+    "time_decided",
+    "time_rewarded",
+    "model_version",
+    "action",
+    "propensity",
+    "reward",
+    "reward_range",
+    "n_arms",
+    "contexts",
+    "mask",
+)
+QUERY = """
+SELECT d.decision_id, d.time, d.model_version, d.body, r.time, r.body
+FROM events AS d LEFT JOIN events AS r ON r.kind = 'reward' AND r.decision_id = d.decision_id
+WHERE d.kind = 'decision' ORDER BY d.seq
+"""
+
+
+def log_table(state: str | Path) -> pd.DataFrame:
+    """The decisions of the state folder ``state`` with their rewards (module notes)."""
+    path = Path(state) / LOG_FILE
+    if not path.is_file():
+        raise EventLogError(
+            f"{state} holds no event log ({LOG_FILE}): give the --state folder of a "
+            "deepbandits serve"
+        )
+    problem = problem_of(path)
+    if problem is not None:
+        raise EventLogError(
+            f"the event log {path} is damaged ({problem}): start deepbandits serve on {state} "
+            "once, which recovers it to its last good event, then export it"
+        )
+    rows: list[dict[str, Any]] = []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        for decision_id, t, version, body, t_reward, reward_body in conn.execute(QUERY):
+            d = json.loads(body)
+            r = json.loads(reward_body) if reward_body is not None else None
+            rows.append(
+                {
+                    "decision_id": decision_id,
+                    "time_decided": t,
+                    "time_rewarded": t_reward,
+                    "model_version": version,
+                    "action": d["arm"],
+                    "propensity": d["propensity"],
+                    "reward": None if r is None else r["reward"],
+                    "reward_range": None if r is None else r["reward_range"],
+                    "n_arms": len(d["contexts"]),
+                    "contexts": d["contexts"],
+                    "mask": d["mask"],
+                }
+            )
+    except sqlite3.DatabaseError as exc:
+        raise EventLogError(f"the event log {path} cannot be read: {exc}") from None
+    finally:
+        conn.close()
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    table["reward"] = table["reward"].astype("float64")
+    table["time_rewarded"] = table["time_rewarded"].astype("float64")
+    return table
+
+
+def export_log(state: str | Path, out: str | Path, fmt: str = "parquet") -> pd.DataFrame:
+    """Write :func:`log_table` of ``state`` to ``out`` as Parquet or CSV (atomically); returns
+    the table."""
+    if fmt not in FORMATS:
+        raise InputValueError(f"format must be one of {', '.join(FORMATS)}, but {fmt!r} is given")
+    table = log_table(state)
+    if fmt == "parquet":
+        buffer = io.BytesIO()
+        table.to_parquet(buffer, index=False)
+        write_atomic(out, buffer.getvalue())
+    else:
+        text = table.copy()
+        for column in ("contexts", "mask", "reward_range"):
+            text[column] = [None if v is None else json.dumps(v) for v in text[column]]
+        write_atomic(out, text.to_csv(index=False))
+    return table
