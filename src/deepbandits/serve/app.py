@@ -135,6 +135,10 @@ def _field_error(exc: RequestValidationError) -> str:
         where = ".".join(loc) or "body"
         if error.get("type") == "json_invalid":
             parts.append(f"the request body is not valid JSON ({error.get('ctx', {})})")
+        elif not loc and error.get("type") in ("model_attributes_type", "dict_type"):
+            parts.append(
+                "the request body must be a JSON object, sent with Content-Type: application/json"
+            )
         else:
             parts.append(f"{where}: {error.get('msg')}")
     return "; ".join(parts)
