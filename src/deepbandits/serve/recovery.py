@@ -24,7 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from deepbandits.errors import CheckpointError, DeepBanditsError, EventLogError, InputValueError
+from deepbandits.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    DeepBanditsError,
+    EventLogError,
+    InputValueError,
+)
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import Policy, load_policy, make_policy
 from deepbandits.serve import training
@@ -80,6 +86,8 @@ def check_same(info: dict[str, Any], root: Path, spec: str | None, checkpoint: P
                 "--policy to resume it, or use another --state folder"
             )
     if checkpoint is not None:
+        if not Path(checkpoint).is_file():
+            raise CheckpointNotFoundError(f"no saved policy at {checkpoint}")
         given = sha256(Path(checkpoint).read_bytes())
         if info["source"] != "checkpoint" or given != info.get("sha256"):
             raise InputValueError(

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from deepbandits._io import folder_lock
-from deepbandits.errors import EventLogError, InputValueError, ServiceError
+from deepbandits.errors import ConcurrentUseError, EventLogError, InputValueError, ServiceError
 from deepbandits.policies import Decision, Policy
 from deepbandits.policies.evaluation import Learned
 from deepbandits.serve import recovery, training
@@ -37,6 +37,16 @@ from deepbandits.serve.log import DURABILITY, EventLog
 from deepbandits.serve.store import StateFolder, policy_bytes
 
 LOG = logging.getLogger("deepbandits.serve")
+#: The state folders served in this process.
+_HELD: set[Path] = set()
+_HELD_LOCK = threading.Lock()
+
+
+def _release(key: Path) -> None:
+    with _HELD_LOCK:
+        _HELD.discard(key)
+
+
 #: Seconds :meth:`ServiceState.close` waits for a training in flight before leaving it.
 CLOSE_WAIT = 10.0
 
@@ -82,12 +92,25 @@ class ServiceState:
         self.notes: list[str] = []
         self.training_listeners: list[Callable[[float], None]] = []
         self._stack = ExitStack()
+        self._hold(self.folder.root)
         self._stack.enter_context(folder_lock(self.folder.root))
         try:
             self._open(policy, None if checkpoint is None else Path(checkpoint), durability)
         except BaseException:
             self._stack.close()
             raise
+
+    def _hold(self, root: Path) -> None:
+        """Refuse a folder another state of this process serves (the folder lock refuses
+        other processes; within one it is shared)."""
+        key = root.resolve()
+        with _HELD_LOCK:
+            if key in _HELD:
+                raise ConcurrentUseError(
+                    f"the state folder {root} is in use by another service of this process"
+                )
+            _HELD.add(key)
+        self._stack.callback(_release, key)
 
     def _open(self, spec: str | None, checkpoint: Path | None, durability: str) -> None:
         info = self.folder.read_service()
