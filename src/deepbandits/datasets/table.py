@@ -10,9 +10,13 @@ The file's suffix decides how it is read: ``.csv`` (comma-separated), ``.tsv`` a
 
 Feature columns must be numeric (booleans count as 0/1) or be listed in ``categorical``, which
 one-hot encodes them (one float column ``name=value`` per distinct value, values in sorted
-order, so the encoding does not depend on the order of the rows). A missing value in a feature
-or in the label column is an error naming the column and the first such row; rows are counted
-from 0 over the data rows, the header not counted (row 0 is the first line under the header).
+order, so the encoding does not depend on the order of the rows). How the columns become X is
+kept as :class:`~deepbandits.datasets.columns.FeatureColumns` (``Table.encoder``), which encodes
+a live record the same way. Missing values in the features or the label column are an error
+that names every such column, with its count and its first row, unless ``dropna=True``, which
+drops those rows and says how many (a warning, and ``dropped_rows`` in the table's
+provenance); rows are counted from 0 over the data rows, the header not counted (row 0 is the
+first line under the header).
 
 Every problem with the file or the columns raises :class:`TableError` (a ``ValueError``; the
 command line prints it and returns 2); a missing file raises :class:`TableFileNotFoundError`,
@@ -24,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +38,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from deepbandits.errors import DataError, DataNotFoundError
+from deepbandits.datasets.columns import FeatureColumns, TableError, listing
+from deepbandits.errors import DataNotFoundError
 
 #: Suffix → how the file is read ("csv": comma, "tsv": tab, "parquet").
 TABLE_SUFFIXES: dict[str, str] = {
@@ -48,10 +54,6 @@ TABLE_SUFFIXES: dict[str, str] = {
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip")
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class TableError(DataError):
-    """A table file that cannot be turned into a classification bandit."""
 
 
 class TableFileNotFoundError(DataNotFoundError, TableError):
@@ -87,6 +89,12 @@ class Table:
         SHA-256 of the file's bytes.
     label : str
         The label column.
+    encoder : FeatureColumns, optional
+        How the file's columns became X; :meth:`FeatureColumns.encode` does the same to new
+        records.
+    dropped_rows : int or None
+        Rows dropped for their missing values (``dropna=True``); None when ``dropna`` was not
+        asked for.
     """
 
     X: NDArray[np.float64]
@@ -97,12 +105,15 @@ class Table:
     path: str
     sha256: str
     label: str = ""
+    encoder: FeatureColumns | None = None
+    dropped_rows: int | None = None
 
     def provenance(self) -> dict[str, Any]:
         """What a bandit built from this table records of it in its parameters: the file
         (``path``, ``sha256``), ``label``, the source ``columns``, ``categorical`` and the
-        resulting ``features`` (one-hot columns expanded) with their number."""
-        return {
+        resulting ``features`` (one-hot columns expanded) with their number; with ``dropna``,
+        how many rows were dropped (``dropped_rows``)."""
+        found = {
             "path": self.path,
             "sha256": self.sha256,
             "label": self.label,
@@ -111,6 +122,9 @@ class Table:
             "features": self.feature_names,
             "n_features": len(self.feature_names),
         }
+        if self.dropped_rows is not None:
+            found.update(dropna=True, dropped_rows=self.dropped_rows)
+        return found
 
 
 def _kind(path: Path) -> tuple[str, str | None]:
@@ -151,29 +165,49 @@ def _names(value: Any, what: str) -> list[str]:
     return names
 
 
-def _listing(names: list[str], limit: int = 50) -> str:
-    shown = ", ".join(map(repr, names[:limit]))
-    return shown + (f", ... ({len(names)} columns)" if len(names) > limit else "")
-
-
 def _check_known(names: list[str], among: list[str], what: str, where: str, listed: str) -> None:
     """Raise :class:`TableError` when some of ``names`` are not in ``among``, as "WHAT
     <those names> WHERE; LISTED: <among>"."""
     unknown = [c for c in names if c not in among]
     if unknown:
-        raise TableError(f"{what} {_listing(unknown)} {where}; {listed}: {_listing(among)}")
+        raise TableError(f"{what} {listing(unknown)} {where}; {listed}: {listing(among)}")
 
 
-def _first_missing(df: pd.DataFrame, columns: list[str], path: Path) -> None:
-    for column in columns:
-        missing = df[column].isna().to_numpy()
-        if missing.any():
-            row = int(np.argmax(missing))
-            raise TableError(
-                f"column {column!r} of {str(path)!r} has {int(missing.sum())} missing value(s); "
-                f"the first at row {row} (0-based data row, header not counted). Fill or drop "
-                "those rows"
-            )
+def _without_missing(
+    df: pd.DataFrame, columns: list[str], path: Path, dropna: bool
+) -> tuple[pd.DataFrame, int | None]:
+    """``df`` without its rows that miss a value in ``columns`` when ``dropna`` (a warning says
+    how many), and how many were dropped (None without ``dropna``); without ``dropna`` a
+    :class:`TableError` names every column with missing values, its count and its first row."""
+    gaps = df[columns].isna()
+    rows = gaps.any(axis=1).to_numpy()
+    if not dropna and not rows.any():
+        return df, None
+    if not dropna:
+        counts = gaps.sum()
+        each = [
+            f"column {c!r}: {int(counts[c])} missing value(s), the first at row "
+            f"{int(np.argmax(gaps[c].to_numpy()))} (0-based data row)"
+            for c in columns
+            if counts[c]
+        ]
+        raise TableError(
+            f"{str(path)!r} has missing values in {len(each)} column(s) ({'; '.join(each)}; "
+            f"header not counted): {int(rows.sum())} of {len(df)} rows in all. Fill them, or "
+            "pass dropna=True to drop those rows"
+        )
+    dropped = int(rows.sum())
+    if dropped == len(df):
+        raise TableError(f"every row of {str(path)!r} misses a value: dropna=True leaves none")
+    if dropped:
+        named = [c for c in columns if gaps[c].any()]
+        warnings.warn(
+            f"dropna=True: dropped {dropped} of {len(df)} rows of {str(path)!r} with missing "
+            f"values (columns {listing(named)}); {len(df) - dropped} rows left",
+            UserWarning,
+            stacklevel=3,
+        )
+    return df[~rows], dropped
 
 
 def _read_frame(path: Path) -> pd.DataFrame:
@@ -203,19 +237,13 @@ def _read_frame(path: Path) -> pd.DataFrame:
     return df
 
 
-def _sorted_values(values: list[Any]) -> list[Any]:
-    try:
-        return sorted(values)
-    except TypeError:  # mixed types in one column: order by type, then by text
-        return sorted(values, key=lambda v: (type(v).__name__, str(v)))
-
-
 def read_table(
     path: str | os.PathLike[str],
     label: str,
     *,
     features: list[str] | None = None,
     categorical: list[str] | None = None,
+    dropna: bool = False,
 ) -> Table:
     """Read a CSV or Parquet file into features and labels (see the module documentation).
 
@@ -229,6 +257,10 @@ def read_table(
         The feature columns, in this order; default: every column but the label.
     categorical : list of str, optional
         Feature columns to one-hot encode (sorted values; one float column per value).
+    dropna : bool, default=False
+        Drop the rows with a missing value in the label or a feature column (a warning says
+        how many; ``dropped_rows`` of the result). Without it such rows are an error naming
+        every column that has them.
 
     Returns
     -------
@@ -240,7 +272,8 @@ def read_table(
         The file does not exist.
     TableError
         Unknown suffix, unreadable file, unknown label / feature / categorical column,
-        non-numeric feature column not in ``categorical``, missing or infinite value.
+        non-numeric feature column not in ``categorical``, missing value (without ``dropna``)
+        or infinite value.
     """
     file = Path(path)
     if label is None or isinstance(label, bool) or not isinstance(label, str | int):
@@ -252,7 +285,7 @@ def read_table(
     available = list(df.columns)
     if label not in available:
         raise TableError(
-            f"no label column {label!r} in {str(path)!r}; its columns: {_listing(available)}"
+            f"no label column {label!r} in {str(path)!r}; its columns: {listing(available)}"
         )
     if chosen is None:
         chosen = [c for c in available if c != label]
@@ -274,41 +307,21 @@ def read_table(
             f"with categorical=[{','.join(non_numeric)}], or choose the features with "
             "features=[...]"
         )
-    _first_missing(df, [label, *chosen], file)
-
-    blocks: list[NDArray[np.float64]] = []
-    names: list[str] = []
-    for column in chosen:
-        if column in one_hot:
-            values = df[column].to_numpy(dtype=object)
-            categories = _sorted_values(list(pd.unique(values)))
-            dummies = pd.get_dummies(
-                pd.Categorical(values, categories=categories), dtype=np.float64
-            )
-            blocks.append(dummies.to_numpy(dtype=np.float64))
-            names += [f"{column}={value}" for value in categories]
-        else:
-            values = df[column].to_numpy(dtype=np.float64)
-            bad = ~np.isfinite(values)
-            if bad.any():
-                row = int(np.argmax(bad))
-                raise TableError(
-                    f"column {column!r} of {str(path)!r} has an infinite value at row {row} "
-                    f"(0-based data row, header not counted): {values[row]}"
-                )
-            blocks.append(values[:, None])
-            names.append(column)
-    X = np.concatenate(blocks, axis=1)
-    y = df[label].to_numpy()
+    if not isinstance(dropna, bool):
+        raise TableError(f"dropna must be True or False, got {dropna!r}")
+    df, dropped = _without_missing(df, [label, *chosen], file, dropna)
+    encoder = FeatureColumns.fit(df, chosen, one_hot)
     return Table(
-        X=X,
-        y=y,
-        feature_names=names,
+        X=encoder.encode(df, f"of {str(path)!r}"),
+        y=df[label].to_numpy(),
+        feature_names=encoder.names,
         columns=chosen,
         categorical=one_hot,
         path=str(path),
         sha256=_sha256(file),
         label=label,
+        encoder=encoder,
+        dropped_rows=dropped,
     )
 
 

@@ -49,7 +49,20 @@ class Holdout:
 
 
 class Environment(ABC):
-    """A contextual bandit environment: :meth:`next_round`, then :meth:`reward` of an arm."""
+    """A contextual bandit environment: :meth:`next_round`, then :meth:`reward` of an arm.
+
+    Attributes
+    ----------
+    n_arms : int
+        Number of arms K.
+    reward_range : (a, b)
+        The reward range declared for the current round (the round's ``reward_range``), what a
+        live loop passes to ``policy.learn(..., reward_range=env.reward_range)``. Every
+        environment has both; the bandits built from data also turn raw records into contexts
+        (:meth:`~deepbandits.envs.ClassificationEnv.contexts_for`).
+    """
+
+    n_arms: int
 
     @abstractmethod
     def reset(self, seed: int | None = None) -> Environment:

@@ -8,26 +8,14 @@ type) are mapped to arms 0..K−1 in sorted order, as in the paper's code. Sampl
 an order shuffled by the seed, reshuffled after every pass over the data.
 
 Preprocessing is a named step, ``preprocess``, applied to each sample before it is encoded (in
-every round and in :meth:`ClassificationEnv.holdout`):
-
-- ``"standardize"`` (the default for your own data, ``make_env("classification", X=X, y=y)``
-  and ``make_env("table", ...)``): each column minus its mean, divided by its standard deviation,
-  both computed once over the X given (population std, float64). A constant column (std 0, or a
-  std below 1e-12 of the column's largest magnitude) gets scale 1, so it is 0 after centring.
-- ``"l2"``: each sample divided by its L2 norm (all-zero samples stay zero). This is the paper's
-  code (Section 5.2) and the default of the paper's datasets, :data:`DATASET_PREPROCESS`.
-- ``"standardize+l2"``: standardised, then each sample scaled to unit L2 norm.
-- ``"none"``: the features as given (as float64).
-
-Why standardisation is the default for your own data: on a table of non-negative features
-(counts, prices, pixel intensities, measurements) every row points into the same orthant, and
-after L2 normalisation rows of different classes point almost the same way — cosine 0.76–0.98
-between random rows on the tables measured. A linear (LinUCB) or ReLU model on such rows sees
-nearly one direction for every class, so the classes are hidden; centring each column first
-puts the class differences back in the direction of the vectors.
+every round, in :meth:`ClassificationEnv.holdout` and :meth:`ClassificationEnv.contexts_for`):
+``"standardize"`` (the default for your own data), ``"l2"`` (the paper's), ``"standardize+l2"``
+or ``"none"``; :mod:`deepbandits.envs.preprocessing` says what each does and why
+standardisation is the default for your own data.
 
 ``dynamic_range=True`` is the setting of Fig. ab_dynamic (b): from round T/2 on, the rewards are
-3 for the true class and 1 otherwise, and the declared range moves from [0, 1] to [1, 3].
+3 for the true class and 1 otherwise, and the declared range moves from [0, 1] to [1, 3]. A live
+system gets the contexts of its raw records from :meth:`ClassificationEnv.contexts_for`.
 """
 
 from __future__ import annotations
@@ -41,16 +29,18 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import check_arm, check_bool, check_choice, check_int, check_seed
 from deepbandits.datasets import load_dataset
+from deepbandits.datasets.columns import FeatureColumns
 from deepbandits.datasets.table import (
     TableError,
     pop_table_options,
     read_table,
     takes_table_options,
 )
-from deepbandits.encoding import block_encode
+from deepbandits.encoding import Contexts, block_encode
 from deepbandits.envs.base import Environment, Holdout, Round
 from deepbandits.envs.labels import encode_labels
 from deepbandits.envs.preprocessing import (
+    DATASET_PREPROCESS,
     DEFAULT_PREPROCESS,
     PREPROCESSING,
     RELATIVE_STD_FLOOR,
@@ -60,6 +50,7 @@ from deepbandits.envs.preprocessing import (
     check_removed_keywords,
     column_statistics,
 )
+from deepbandits.envs.records import Record, features_of
 from deepbandits.errors import CallOrderError, InputTypeError, InputValueError
 
 ENCODINGS = ("block", "dense")
@@ -79,23 +70,6 @@ __all__ = [
     "column_statistics",
     "encode_labels",
 ]
-
-#: ``preprocess`` of each paper dataset when :meth:`ClassificationEnv.from_dataset` is not given
-#: one, chosen by measurement (README, "Defaults on data nobody tuned them for"). "l2" keeps the
-#: paper's setting (Section 5.2: every sample L2-normalised) and is what
-#: ``deepbandits reproduce real-*`` uses. With "l2", Neural-LinUCB and NeuralUCB locked out the
-#: majority class of shuttle on seed 1 (regret 1641 and 1668 in 2000 rounds, against 168 and 146
-#: standardised), and LinUCB's regret on covertype was 2583 against 2015 standardised (T = 5000,
-#: 3 seeds). On the images (MNIST, CIFAR-10) a z-score alone blows up border pixels that are
-#: almost always 0, so they are standardised and then scaled to unit norm (LinUCB, seed 0: on
-#: MNIST, T = 3000, 889 against 1314 with "l2" and 1202 with "standardize"; on CIFAR-10,
-#: T = 1500, 1168 against 1259 with "l2").
-DATASET_PREPROCESS: dict[str, str] = {
-    "mnist": "standardize+l2",
-    "shuttle": "standardize",
-    "covertype": "standardize",
-    "cifar10": "standardize+l2",
-}
 
 #: Appendix B.2: d′ = 64 features, H = 10 rounds between trainings from t₀ = 10,000 (MNIST,
 #: covertype, CIFAR-10) or H = 100 from t₀ = 2,000 (shuttle).
@@ -123,19 +97,11 @@ class ClassificationEnv(Environment):
         Arm contexts as :class:`~deepbandits.encoding.BlockContexts` or as the dense
         ``[K, K·D]`` array (the same numbers; the block form is K× cheaper for the policies).
     preprocess : {"standardize", "l2", "standardize+l2", "none"}, default="standardize"
-        What is done to each sample before it is encoded:
-
-        - ``"standardize"``: ``(x − mean) / scale`` per column, with the mean and the
-          population standard deviation of the X given (computed once, float64; scale 1 for a
-          constant column, which becomes 0). The default for your own data: rows of
-          non-negative features all point almost the same way after L2 normalisation (cosine
-          0.76–0.98 between random rows on the tables measured), which hides the classes from
-          a linear or ReLU model; centring the columns does not.
-        - ``"l2"``: ``x / ‖x‖₂`` (an all-zero sample stays zero), the paper's setting
-          (Section 5.2) and the default of its datasets (:data:`DATASET_PREPROCESS`).
-        - ``"standardize+l2"``: standardised, then scaled to unit L2 norm.
-        - ``"none"``: the features as given, as float64.
-
+        What is done to each sample before it is encoded (:mod:`~deepbandits.envs.preprocessing`
+        says what each does, and why standardisation is the default for your own data):
+        ``(x − mean) / scale`` per column with the statistics of the X given, ``x / ‖x‖₂``
+        (the paper's setting, the default of its datasets: :data:`DATASET_PREPROCESS`), both,
+        or nothing.
         The statistics used are in :meth:`get_params` (``"preprocess_stats"``).
     dynamic_range : bool, default=False
         Rewards {0, 1} before round ``horizon/2`` and {1, 3} from it on (Fig. ab_dynamic (b)).
@@ -153,6 +119,10 @@ class ClassificationEnv(Environment):
         The label of each arm.
     mean_, scale_ : arrays ``[D]`` or None
         The standardisation statistics (None when ``preprocess`` does not standardise).
+    columns_ : FeatureColumns or None
+        How a table's columns became X (:meth:`from_table`); None for arrays.
+    row_ : int or None
+        The row of X that the current round shows (None before the first round).
     """
 
     def __init__(
@@ -201,6 +171,7 @@ class ClassificationEnv(Environment):
         self.data_dir: str | None = None
         self.note = ""
         self.source: dict[str, Any] | None = None
+        self.columns_: FeatureColumns | None = None
         self.reset(seed)
 
     @classmethod
@@ -234,7 +205,7 @@ class ClassificationEnv(Environment):
 
         Parameters
         ----------
-        path, label, features, categorical
+        path, label, features, categorical, dropna
             As in :func:`~deepbandits.datasets.table.read_table` (its keyword-only options,
             :data:`~deepbandits.datasets.table.TABLE_OPTIONS`, are taken from ``params``).
         **params
@@ -245,7 +216,8 @@ class ClassificationEnv(Environment):
         -------
         ClassificationEnv
             Its :meth:`get_params` records the file next to the bandit's own parameters
-            (:meth:`~deepbandits.datasets.table.Table.provenance`). No paper defaults:
+            (:meth:`~deepbandits.datasets.table.Table.provenance`), ``columns_`` how the
+            columns were encoded (for :meth:`contexts_for`). No paper defaults:
             ``policy_defaults`` is empty.
 
         Raises
@@ -262,7 +234,7 @@ class ClassificationEnv(Environment):
             if isinstance(exc, TableError):
                 raise
             raise TableError(f"{table.path!r}: {exc}") from exc
-        env.source = table.provenance()
+        env.source, env.columns_ = table.provenance(), table.encoder
         return env
 
     @property
@@ -308,19 +280,58 @@ class ClassificationEnv(Environment):
         self._order = self._rng.permutation(len(self.X))
         self.t = 0
         self._label: int | None = None
+        self.row_: int | None = None
         return self
 
     def reward_range_at(self, t: int) -> tuple[float, float]:
         """Declared range of round ``t`` (0-based)."""
         return (1.0, 3.0) if self.dynamic_range and t >= self.horizon // 2 else (0.0, 1.0)
 
-    def transform(self, x: ArrayLike) -> NDArray[np.float64]:
-        """Apply this environment's ``preprocess`` to samples ``x`` (``[D]`` or ``[m, D]``),
-        with the statistics of its X; returns a new float64 array."""
-        out = np.array(x, dtype=np.float64)
-        if out.ndim not in (1, 2) or out.shape[-1] != self.X.shape[1]:
-            raise InputValueError(f"samples must have {self.X.shape[1]} features, got {out.shape}")
-        return self._preprocess(out)
+    @property
+    def reward_range(self) -> tuple[float, float]:
+        """The declared range [a, b] of the current round (of the first before any round), as
+        every environment has it: [0, 1], or [1, 3] from round ``horizon/2`` on with
+        ``dynamic_range``."""
+        return self.reward_range_at(max(self.t - 1, 0))
+
+    def contexts_for(self, record: Record) -> Contexts | list[Contexts]:
+        """The arm contexts of raw records, encoded exactly as this environment's rounds.
+
+        Parameters
+        ----------
+        record : dict, pandas Series or DataFrame, or array
+            A table bandit's record of the file's original columns (a dict or a Series; other
+            keys, the label say, are ignored; categorical columns hold their raw values), or a
+            DataFrame of records; or feature vectors as the rows of X, ``[D]`` or ``[m, D]``.
+
+        Returns
+        -------
+        BlockContexts or array ``[K, K·D]``, or a list of them (one per record)
+            As :meth:`next_round` gives them: one-hot encoding, ``preprocess`` with this
+            environment's statistics, ``encoding`` of the arms (:mod:`~deepbandits.envs.records`).
+
+        Raises
+        ------
+        TableError
+            A record that misses a feature column or a value, or holds a category the table
+            does not have or a non-number in a numeric column.
+        """
+        rows, single = features_of(record, self.columns_, self.X.shape[1])
+        contexts = [self._arms(x) for x in self._preprocess(rows)]
+        return contexts[0] if single else contexts
+
+    def _arms(self, x: NDArray[np.float64]) -> Contexts:
+        """One preprocessed sample's arm contexts in this environment's ``encoding``."""
+        contexts = block_encode(x, self.n_arms)
+        return contexts if self.encoding == "block" else contexts.dense()
+
+    def transform(self, x: Record) -> NDArray[np.float64]:
+        """Apply this environment's ``preprocess`` to samples ``x`` (``[D]`` or ``[m, D]``, or
+        a table's raw records as :meth:`contexts_for` takes them), with the statistics of its
+        X; returns a new float64 array (``[D]`` for one sample)."""
+        rows, single = features_of(x, self.columns_, self.X.shape[1])
+        out = self._preprocess(rows)
+        return out[0] if single else out
 
     def sample(self, i: int) -> NDArray[np.float64]:
         """Features of sample ``i`` as float64, preprocessed (``preprocess``)."""
@@ -343,8 +354,7 @@ class ClassificationEnv(Environment):
             raise InputValueError(f"a hold-out set of {n} needs more than the {len(order)} samples")
         contexts, expected = [], np.zeros((n, self.n_arms))
         for row, i in enumerate(order[-n:]):
-            X = block_encode(self.sample(int(i)), self.n_arms)
-            contexts.append(X if self.encoding == "block" else X.dense())
+            contexts.append(self._arms(self.sample(int(i))))
             expected[row, self.labels[i]] = 1.0
         return Holdout(contexts, expected, expected.copy())
 
@@ -353,7 +363,7 @@ class ClassificationEnv(Environment):
         if self.t and self.t % n == 0:
             self._order = self._rng.permutation(n)
         i = int(self._order[self.t % n])
-        contexts = block_encode(self.sample(i), self.n_arms)
+        self.row_ = i
         a, b = self.reward_range_at(self.t)
         expected = np.full(self.n_arms, a)
         expected[self.labels[i]] = b
@@ -361,7 +371,7 @@ class ClassificationEnv(Environment):
         self._expected = expected
         self.t += 1
         return Round(
-            contexts=contexts if self.encoding == "block" else contexts.dense(),
+            contexts=self._arms(self.sample(i)),
             expected_rewards=expected,
             sigma2=0.0,
             reward_range=(a, b),

@@ -1,0 +1,188 @@
+"""The first hour of a new user (issue 27, "The first hour"): each friction found by trying the
+project from a fresh clone, as a test that failed before its fix.
+
+The report's frictions (4, 7) are in ``tests/test_first_hour_report.py``."""
+
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import deepbandits as db
+from deepbandits._version import __version__
+from deepbandits.cli import main
+from deepbandits.encoding import same_contexts
+from deepbandits.envs import TableError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def table(n: int = 60, seed: int = 0) -> pd.DataFrame:
+    """A user's table: numeric, boolean and categorical features and a string label."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "height": rng.normal(170, 10, n),
+            "count": rng.integers(0, 9, n),
+            "flag": rng.random(n) < 0.5,
+            "colour": rng.choice(["red", "green", "blue"], n),
+            "class": rng.choice(["a", "b", "c"], n),
+        }
+    )
+
+
+def csv(df: pd.DataFrame, path: Path) -> str:
+    df.to_csv(path, index=False)
+    return str(path)
+
+
+# ------------------------------------------------------------------ --version
+def test_version_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"deepbandits {__version__}"
+    out = subprocess.run(
+        [sys.executable, "-m", "deepbandits", "--version"], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"deepbandits {__version__}"
+
+
+# ------------------------------------------------------------------ friction 3
+@pytest.mark.parametrize("name", ["h1", "h2", "h3", "linear", "classification", "table"])
+def test_every_environment_declares_its_reward_range(tmp_path, name):
+    """The README's live snippet, ``reward_range=env.reward_range``, on every environment."""
+    df = table()
+    params = {
+        "classification": {"X": df[["height", "count"]].to_numpy(), "y": df["class"]},
+        "table": {"path": csv(df, tmp_path / "t.csv"), "label": "class", "categorical": ["colour"]},
+    }.get(name, {})
+    env = db.make_env(name, seed=0, **params)
+    policy = db.make_policy("linucb", seed=0)
+    for _ in range(5):
+        rnd = env.next_round()
+        assert env.reward_range == rnd.reward_range
+        d = policy.decide(rnd.contexts)
+        policy.learn(d.id, env.reward(d.arm), reward_range=env.reward_range)
+
+
+def test_the_reward_range_of_a_dynamic_table_moves_with_the_rounds():
+    X, y = np.arange(20.0)[:, None], np.arange(20) % 2
+    env = db.make_env("classification", X=X, y=y, dynamic_range=True, horizon=4, seed=0)
+    seen = []
+    for _ in range(4):
+        seen.append((env.next_round().reward_range, env.reward_range))
+    assert [a for a, _ in seen] == [b for _, b in seen] == [(0.0, 1.0)] * 2 + [(1.0, 3.0)] * 2
+
+
+@pytest.mark.parametrize("encoding", ["block", "dense"])
+@pytest.mark.parametrize("preprocess", ["standardize", "l2", "none"])
+def test_contexts_for_a_raw_row_are_the_contexts_the_env_made(tmp_path, encoding, preprocess):
+    df = table()
+    path = csv(df, tmp_path / "t.csv")
+    env = db.make_env(
+        "table",
+        path=path,
+        label="class",
+        categorical=["colour"],
+        encoding=encoding,
+        preprocess=preprocess,
+        seed=3,
+    )
+    raw = pd.read_csv(path)  # the user's own copy: "red", "green", "blue" as strings
+    rows, played = [], []
+    for _ in range(12):
+        rnd = env.next_round()
+        assert env.row_ is not None
+        record = raw.iloc[env.row_]
+        for given in (record, record.to_dict(), record.drop("class").to_dict()):
+            assert same_contexts(env.contexts_for(given), rnd.contexts)
+        rows.append(env.row_)
+        played.append(rnd.contexts)
+    many = env.contexts_for(raw.iloc[rows])
+    assert len(many) == len(played)
+    assert all(same_contexts(a, b) for a, b in zip(many, played, strict=True))
+    assert isinstance(played[0], np.ndarray) == (encoding == "dense")
+
+
+def test_contexts_for_refuses_what_the_table_never_had(tmp_path):
+    df = table()
+    env = db.make_env(
+        "table", path=csv(df, tmp_path / "t.csv"), label="class", categorical=["colour"]
+    )
+    record = df.iloc[0].to_dict()
+    with pytest.raises(TableError, match=r"'colour'.*'purple'.*'blue', 'green', 'red'"):
+        env.contexts_for({**record, "colour": "purple"})
+    with pytest.raises(TableError, match=r"'height'.*missing"):
+        env.contexts_for({k: v for k, v in record.items() if k != "height"})
+    with pytest.raises(TableError, match=r"'count'.*must hold numbers.*'many'"):
+        env.contexts_for({**record, "count": "many"})
+    # the encoded width still works, as the rows of X
+    assert same_contexts(env.contexts_for(env.X[4]), db.block_encode(env.sample(4), env.n_arms))
+
+
+def test_contexts_for_arrays_takes_feature_vectors():
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    env = db.make_env("classification", X=X, y=np.arange(30) % 3, seed=1)
+    rnd = env.next_round()
+    assert same_contexts(env.contexts_for(X[env.row_]), rnd.contexts)
+    assert len(env.contexts_for(X[:5])) == 5
+    with pytest.raises(db.InputValueError, match="4 features"):
+        env.contexts_for(X[0, :3])
+    with pytest.raises(db.InputTypeError, match="not from a table"):
+        env.contexts_for({"a": 1.0})
+
+
+# ------------------------------------------------------------------ friction 6
+def test_missing_values_of_every_column_are_reported_at_once(tmp_path):
+    df = table()
+    df.loc[[3, 8], "height"] = np.nan
+    df.loc[5, "colour"] = None
+    df.loc[8, "class"] = None
+    path = csv(df, tmp_path / "gaps.csv")
+    with pytest.raises(TableError) as info:
+        db.make_env("table", path=path, label="class", categorical=["colour"])
+    message = str(info.value)
+    for column, count, first in (("class", 1, 8), ("height", 2, 3), ("colour", 1, 5)):
+        assert re.search(
+            rf"column '{column}': {count} missing value\(s\), the first at row {first}", message
+        )
+    assert "3 of 60 rows" in message and "dropna=True" in message
+
+
+def test_dropna_drops_the_rows_and_says_how_many(tmp_path):
+    df = table()
+    df.loc[[3, 8], "height"] = np.nan
+    df.loc[5, "colour"] = None
+    path = csv(df, tmp_path / "gaps.csv")
+    with pytest.warns(UserWarning, match=r"dropped 3 of 60 rows.*'height', 'colour'.*57 rows left"):
+        env = db.make_env("table", path=path, label="class", categorical=["colour"], dropna=True)
+    params = env.get_params()
+    assert params["n_samples"] == 57 and params["dropped_rows"] == 3 and params["dropna"] is True
+    kept = df.dropna().reset_index(drop=True)
+    direct = db.make_env(
+        "table", path=csv(kept, tmp_path / "kept.csv"), label="class", categorical=["colour"]
+    )
+    np.testing.assert_array_equal(env.X, direct.X)
+    # contexts of the kept rows, by their row in the original file
+    env.next_round()
+    original = df.dropna().index[env.row_]
+    assert same_contexts(
+        env.contexts_for(df.loc[original]), db.block_encode(env.sample(env.row_), 3)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clean = db.make_env(
+            "table",
+            path=csv(table(), tmp_path / "c.csv"),
+            label="class",
+            categorical=["colour"],
+            dropna=True,
+        )
+    assert clean.get_params()["dropped_rows"] == 0
