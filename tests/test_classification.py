@@ -319,7 +319,8 @@ def test_labels_of_mixed_types_are_refused_clearly():
     for labels in ([1, "a", 2], np.array([1, "a", 2], dtype=object)):
         with pytest.raises(ValueError, match=r"mixes label types.*int, str"):
             ClassificationEnv(np.ones((3, 2)), labels)
-    env = ClassificationEnv(np.ones((3, 2)), [1, 2.5, 1])  # int and float do compare
+    # int and float do compare (a fractional float label needs float_labels=True)
+    env = ClassificationEnv(np.ones((3, 2)), [1, 2.5, 1], float_labels=True)
     assert env.classes_.tolist() == [1, 2.5]
 
 

@@ -139,6 +139,44 @@ def test_contexts_for_arrays_takes_feature_vectors():
         env.contexts_for({"a": 1.0})
 
 
+# ------------------------------------------------------------------ friction 5
+def test_a_numeric_feature_given_as_the_label_is_refused(tmp_path):
+    df = table(n=150)
+    path = csv(df, tmp_path / "t.csv")
+    with pytest.raises(
+        TableError,
+        match=r"label column 'height' has 150 distinct values.*"
+        r"max_arms=100.*continuous.*max_arms=150.*float_labels=True",
+    ):
+        db.make_env("table", path=path, label="height", features=["count", "flag"])
+    df["id"] = np.arange(150)
+    path = csv(df, tmp_path / "ids.csv")
+    with pytest.raises(TableError, match=r"label column 'id' has 150 distinct values"):
+        db.make_env("table", path=path, label="id", features=["height"])
+    assert (
+        db.make_env("table", path=path, label="id", features=["height"], max_arms=150).n_arms == 150
+    )
+    with pytest.raises(db.InputValueError, match=r"y looks continuous.*float_labels=True"):
+        db.make_env("classification", X=np.ones((4, 1)), y=[0.5, 1.5, 0.5, 2.25])
+    env = db.make_env(
+        "classification", X=np.ones((4, 1)), y=[0.5, 1.5, 0.5, 2.25], float_labels=True
+    )
+    assert env.n_arms == 3
+    # whole-number floats are classes (a label column read as float), and few of them are fine
+    assert db.make_env("classification", X=np.ones((4, 1)), y=[1.0, 2.0, 1.0, 3.0]).n_arms == 3
+
+
+def test_the_label_limit_is_reported_on_the_command_line(tmp_path, capsys):
+    path = csv(table(n=150), tmp_path / "t.csv")
+    args = ["run", "--policy", "linucb", "--T", "20", "--out", str(tmp_path / "out")]
+    spec = f"table:path={path},categorical=[colour,class]"
+    assert main([*args, "--env", f"{spec},label=count", "--no-progress"]) == 0
+    assert main([*args, "--env", f"{spec},label=height", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("deepbandits: error: ") and "Traceback" not in err
+    assert "'height' has 150 distinct values" in err
+
+
 # ------------------------------------------------------------------ friction 6
 def test_missing_values_of_every_column_are_reported_at_once(tmp_path):
     df = table()

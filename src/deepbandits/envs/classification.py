@@ -25,6 +25,7 @@ import os
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import check_arm, check_bool, check_choice, check_int, check_seed
@@ -38,7 +39,7 @@ from deepbandits.datasets.table import (
 )
 from deepbandits.encoding import Contexts, block_encode
 from deepbandits.envs.base import Environment, Holdout, Round
-from deepbandits.envs.labels import encode_labels
+from deepbandits.envs.labels import MAX_ARMS, encode_labels
 from deepbandits.envs.preprocessing import (
     DATASET_PREPROCESS,
     DEFAULT_PREPROCESS,
@@ -92,7 +93,8 @@ class ClassificationEnv(Environment):
     y : array ``[n]``
         Labels of any one orderable type (strings, integers, ...); the K distinct values become
         arms 0..K−1 in sorted order. None / NaN / pandas NA are refused (the first such row is
-        named).
+        named), and so is a column that does not look like labels (``max_arms``,
+        ``float_labels``).
     encoding : {"block", "dense"}, default="block"
         Arm contexts as :class:`~deepbandits.encoding.BlockContexts` or as the dense
         ``[K, K·D]`` array (the same numbers; the block form is K× cheaper for the policies).
@@ -109,6 +111,12 @@ class ClassificationEnv(Environment):
         Length T of the run (used only by ``dynamic_range``); the runner sets it to the run's T.
     seed : int, optional
         Seed of the sample order.
+    max_arms : int, default=100
+        Most distinct labels accepted: a column with more (a numeric feature given as the
+        label) is refused, naming it and its count, unless this is raised.
+    float_labels : bool, default=False
+        Accept float labels that are not whole numbers (refused by default: such a column is
+        a measurement, and every value would be an arm).
     **removed
         Keywords of earlier versions: ``normalize`` raises ``InputValueError`` saying which
         ``preprocess`` replaces it (``"l2"`` for True, ``"none"`` for False).
@@ -135,6 +143,8 @@ class ClassificationEnv(Environment):
         dynamic_range: bool = False,
         horizon: int = 15000,
         seed: int | None = None,
+        max_arms: int = MAX_ARMS,
+        float_labels: bool = False,
         **removed: Any,
     ) -> None:
         check_removed_keywords(removed)
@@ -155,7 +165,10 @@ class ClassificationEnv(Environment):
         if len(X) == 0:
             raise InputValueError("X has no samples")
         check_finite_features(X)
-        self.classes_, self.labels = encode_labels(y, len(X))
+        self.classes_, self.labels = encode_labels(
+            y, len(X), max_arms=max_arms, float_labels=float_labels
+        )
+        self.max_arms, self.float_labels = max_arms, float_labels
         self.X = X
         self.n_arms = len(self.classes_)
         self.encoding = check_choice(encoding, "encoding", ENCODINGS)
@@ -210,7 +223,8 @@ class ClassificationEnv(Environment):
             :data:`~deepbandits.datasets.table.TABLE_OPTIONS`, are taken from ``params``).
         **params
             The constructor's keywords (``preprocess``, default ``"standardize"``;
-            ``encoding``, ``dynamic_range``, ``horizon``, ``seed``).
+            ``encoding``, ``dynamic_range``, ``horizon``, ``seed``, ``max_arms``,
+            ``float_labels``).
 
         Returns
         -------
@@ -223,13 +237,14 @@ class ClassificationEnv(Environment):
         Raises
         ------
         TableError
-            For the file and its columns, and for a constructor keyword out of range (the
+            For the file and its columns, for a label column that does not look like one
+            (``max_arms``, ``float_labels``), and for a constructor keyword out of range (the
             message then names the file).
         """
         check_removed_keywords(params)
         table = read_table(path, label, **pop_table_options(params))
         try:
-            env = cls(table.X, table.y, **params)
+            env = cls(table.X, pd.Series(table.y, name=table.label), **params)
         except ValueError as exc:
             if isinstance(exc, TableError):
                 raise
@@ -256,6 +271,8 @@ class ClassificationEnv(Environment):
             "dynamic_range": self.dynamic_range,
             "horizon": self.horizon,
             "seed": self.seed,
+            "max_arms": self.max_arms,
+            "float_labels": self.float_labels,
         }
         if self.mean_ is not None and self.scale_ is not None:
             params["preprocess_stats"] = {
