@@ -64,6 +64,12 @@ def test_errors_are_the_library_messages_with_their_status(tmp_path):
                 "outside the reward range",
             ),
             (lambda: client.learn(client.decide(X), "x"), 422, db.InputTypeError, "reward must"),
+            (
+                lambda: client.learn(client.decide(X), 0.5, reward_range=7),  # type: ignore[arg-type]
+                422,
+                db.InputTypeError,
+                "reward_range must be a pair",
+            ),
         ]
         for call, _status, kind, words in cases:
             with pytest.raises(kind, match=words):

@@ -8,6 +8,8 @@
 :mod:`~deepbandits.serve.recovery`   creating a folder, loading and replaying on start
 :mod:`~deepbandits.serve.training`   training off the request path, swapping weights in
 :mod:`~deepbandits.serve.app`        the HTTP API (:func:`create_app`, FastAPI)
+:mod:`~deepbandits.serve.schemas`    its JSON bodies (pydantic models, the OpenAPI page)
+:mod:`~deepbandits.serve.guard`      bearer token, body size limit, timing (ASGI middleware)
 :mod:`~deepbandits.serve.metrics`    Prometheus metrics, one registry per app
 :mod:`~deepbandits.serve.server`     running the app on uvicorn (foreground or a thread)
 :mod:`~deepbandits.serve.export`     the log as one table (``deepbandits export-log``)

@@ -194,7 +194,7 @@ class ServiceState:
     ) -> tuple[Learned, Future[int]]:
         """``policy.learn(decision_id, reward, ...)``, logged; returns what learning did and
         the reward's commit. A training the schedule now wants starts in the background."""
-        bounds = None if reward_range is None else tuple(reward_range)
+        bounds = tuple(reward_range) if isinstance(reward_range, list) else reward_range
         with self.lock:
             self._check_open()
             learned = self.policy.learn(decision_id, reward, sigma2=sigma2, reward_range=bounds)
