@@ -18,9 +18,10 @@ Quick start::
     runs = db.load_results("results/my")   # every run of a folder: one row per round
 """
 
-from deepbandits import policies
+from deepbandits import ope, policies
 from deepbandits._version import __version__
 from deepbandits.datasets import Dataset, data_home, dataset_names, load_dataset
+from deepbandits.datasets.logged import load_logged
 from deepbandits.encoding import BlockContexts, block_encode
 from deepbandits.envs import (
     ClassificationEnv,
@@ -123,9 +124,11 @@ __all__ = [
     "env_names",
     "load_config",
     "load_dataset",
+    "load_logged",
     "load_results",
     "make_env",
     "make_executor",
+    "ope",
     "reproduce_all",
     "run",
     "run_experiment",

@@ -8,9 +8,10 @@ its own reward: the DR correction wₜ (rₜ − q̂(xₜ, aₜ)) keeps mean zer
 
 The regressor is any scikit-learn estimator (cloned per fold): a classifier's
 ``predict_proba[:, 1]`` for rewards in {0, 1}, a regressor's ``predict`` otherwise. ``"auto"``
-picks scikit-learn's histogram gradient boosting (a classifier for {0, 1} rewards, as OBP's
-example does with LightGBM); ``"logistic"``, ``"ridge"`` and ``"network"`` (the library's MLP,
-:class:`~deepbandits.ope.network_model.NetworkRegressor`) are the alternatives by name.
+is logistic regression for rewards in {0, 1} (clicks) and scikit-learn's histogram gradient
+boosting regressor otherwise; ``"logistic"``, ``"hgb"`` (a classifier for {0, 1} rewards, as
+OBP's example uses LightGBM), ``"ridge"`` and ``"network"`` (the library's MLP,
+:class:`~deepbandits.ope.network_model.NetworkRegressor`) name them.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def make_regressor(model: Any, binary: bool, seed: int | None) -> Any:
                 f"but {type(model).__name__} is given"
             )
         return model
-    if model in ("auto", "hgb"):
+    if model == "auto":
+        model = "logistic" if binary else "hgb"
+    if model == "hgb":
         from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
         cls = HistGradientBoostingClassifier if binary else HistGradientBoostingRegressor
@@ -74,18 +77,26 @@ def design_rows(log: LoggedBandit, rows: NDArray[np.int64], arms: NDArray[np.int
     """Regression inputs of the pairs (round ``rows[i]``, arm ``arms[i]``): the arm's context
     (per-arm logs), else the round's context with the arm's features (or its one-hot code);
     then the one-hot position when the log has positions."""
+    m = len(rows)
     if log.per_arm:
-        parts = [log.contexts[rows, arms]]
+        first = [log.contexts[rows, arms]]
+    elif log.action_features is not None:
+        first = [log.contexts[rows], log.action_features[arms]]
     else:
-        arm_part = (
-            log.action_features[arms]
-            if log.action_features is not None
-            else np.eye(log.n_actions)[arms]
-        )
-        parts = [log.contexts[rows], arm_part]
-    if log.positions is not None:
-        parts.append(np.eye(log.n_positions)[log.positions[rows]])
-    return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+        first = [log.contexts[rows], None]  # the arm's one-hot code
+    widths = [a.shape[1] if a is not None else log.n_actions for a in first]
+    n_pos = log.n_positions if log.positions is not None else 0
+    out = np.zeros((m, sum(widths) + n_pos))
+    start = 0
+    for part, width in zip(first, widths, strict=True):
+        if part is None:
+            out[np.arange(m), start + arms] = 1.0
+        else:
+            out[:, start : start + width] = part
+        start += width
+    if n_pos:
+        out[np.arange(m), start + log.positions[rows]] = 1.0  # type: ignore[index]
+    return out
 
 
 def _predict(estimator: Any, X: Array) -> Array:
