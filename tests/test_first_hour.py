@@ -3,6 +3,7 @@ project from a fresh clone, as a test that failed before its fix.
 
 The report's frictions (4, 7) are in ``tests/test_first_hour_report.py``."""
 
+import json
 import re
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from deepbandits._version import __version__
 from deepbandits.cli import main
 from deepbandits.encoding import same_contexts
 from deepbandits.envs import TableError
+from deepbandits.experiments.tune import Verdict, search_space, tune
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,6 +54,54 @@ def test_version_prints_the_package_version(capsys):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"deepbandits {__version__}"
+
+
+# ------------------------------------------------------------------ friction 2
+#: A network small enough for a test; feature_dim is left to the policy's default.
+SMALL = "hidden=16,train_start=60,train_every=20,warmup_every=20,train_steps=15"
+QUICK_TUNE = dict(T=120, tuning_seeds=[100], eval_seeds=[0], progress=False)
+
+
+def test_tune_starts_from_a_default_outside_the_declared_space(tmp_path):
+    untuned = db.make_policy("neural-linucb").get_params()
+    assert not search_space("neural-linucb")["feature_dim"].contains(untuned["feature_dim"])
+    result = tune(
+        f"neural-linucb:{SMALL}",
+        "h1",
+        out=tmp_path,
+        n_trials=2,
+        search=["feature_dim", "alpha"],
+        **QUICK_TUNE,
+    )
+    first = result.study.trials[0]
+    assert first.params == {"feature_dim": untuned["feature_dim"], "alpha": untuned["alpha"]}
+    assert result.best_value <= first.value
+    record = json.loads(result.path.read_text())
+    assert record["widened"] == {"feature_dim": untuned["feature_dim"]}
+    assert untuned["feature_dim"] in record["search_space"]["feature_dim"]["choices"]
+
+
+def test_tune_says_when_the_tuned_setting_does_not_beat_the_untuned_one(tmp_path, capsys):
+    args = ["tune", "--policy", "linucb", "--env", "h1", "--T", "200", "--tuning-seeds", "100"]
+    args += ["--eval-seeds", "0-1", "--no-progress"]
+    for trials in ("1", "4"):
+        out = tmp_path / trials
+        assert main([*args, "--trials", trials, "--out", str(out)]) == 0
+        text = capsys.readouterr().out
+        record = json.loads((out / "tune.json").read_text())
+        means = {row["policy"]: row["final_regret_mean"] for row in record["eval"]}
+        verdict = record["verdict"]
+        assert verdict["untuned_mean"] == pytest.approx(means["linucb"], rel=1e-9)
+        assert verdict["tuned_mean"] == pytest.approx(means[record["best_spec"]], rel=1e-9)
+        assert verdict["same_setting"] == (record["best_trial"] == 0)
+        beats = not verdict["same_setting"] and verdict["tuned_mean"] < verdict["untuned_mean"]
+        assert verdict["beats_untuned"] == beats
+        assert verdict["message"] in text
+        assert ("note: " in text) == (not beats)
+    assert json.loads((tmp_path / "1" / "tune.json").read_text())["verdict"]["same_setting"]
+    # the issue's CSV: the best trial scored worse than the default on the evaluation seeds
+    worse = Verdict(untuned_mean=267.5, tuned_mean=284.0, same_setting=False)
+    assert not worse.beats_untuned and "does NOT beat" in worse.message
 
 
 # ------------------------------------------------------------------ friction 3

@@ -85,6 +85,8 @@ def tune_command(args: argparse.Namespace) -> int:
         f'deepbandits compare --policy "{result.best_spec}" --env "{args.env}" --T {args.T} '
         f"--seeds {eval_seeds}   # accepts it"
     )
+    if result.verdict is not None:
+        print(f"\n{'' if result.verdict.beats_untuned else 'note: '}{result.verdict.message}")
     print(f"\nsettings and results: {result.path}")
     print(f"trials: {out / 'trials.csv'}")
     print(f"study:  {out / 'study.db'} (repeat the command, with more --trials, to resume)")

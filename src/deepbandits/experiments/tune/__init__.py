@@ -4,7 +4,14 @@
 :func:`~deepbandits.policies.policy_info`) for the lowest mean final cumulative regret over a set of
 *tuning* seeds, then compares the best setting with the untuned one on separate *evaluation*
 seeds (:func:`~deepbandits.experiments.compare.compare`), so the reported gain is not measured on
-the seeds it was selected on.
+the seeds it was selected on; :attr:`TuneResult.verdict` says whether the tuned setting beats
+the untuned one there (:mod:`~deepbandits.experiments.tune.verdict`).
+
+The first trial is always the untuned setting (the policy's own values, schedule fields
+resolved), so the best setting is never worse than it on the tuning seeds; a default outside
+the declared search space (``feature_dim=20`` against 16, 32, 64) is added to it
+(:func:`~deepbandits.experiments.tune.space.covering`, recorded as ``widened`` in
+``tune.json``).
 
 Layout of an output folder::
 
@@ -41,7 +48,7 @@ from deepbandits.experiments.compare import compare
 from deepbandits.experiments.jobs import build_env
 from deepbandits.experiments.runner import run
 from deepbandits.experiments.specs import parse_spec, with_params
-from deepbandits.experiments.tune.space import DIGITS, round_sig, rounded, search_space
+from deepbandits.experiments.tune.space import DIGITS, covering, round_sig, rounded, search_space
 from deepbandits.experiments.tune.study import (
     STUDY_NAME,
     CumulativeMedianPruner,
@@ -50,6 +57,7 @@ from deepbandits.experiments.tune.study import (
     open_study,
     trials_table,
 )
+from deepbandits.experiments.tune.verdict import Verdict, judge
 from deepbandits.policies import make_policy
 
 #: Finished trials before pruning starts.
@@ -86,6 +94,9 @@ class TuneResult:
         ``out/tune.json``.
     default_spec : str
         The specification as given (the untuned baseline).
+    verdict : Verdict or None
+        The tuned setting against the untuned one on the evaluation seeds
+        (``verdict.beats_untuned``, ``verdict.message``).
     """
 
     best_params: dict[str, Any]
@@ -95,6 +106,7 @@ class TuneResult:
     summary: pd.DataFrame
     path: Path
     default_spec: str = ""
+    verdict: Verdict | None = None
 
 
 def tune(
@@ -184,7 +196,8 @@ def tune(
         k: getattr(schedule, k) if v is None and hasattr(schedule, k) else v
         for k, v in built.get_params().items()
     }
-    first = {k: untuned[k] for k, p in space.items() if p.contains(untuned.get(k))}
+    space, widened = covering(space, untuned)
+    first = {k: untuned[k] for k in space}
     out = Path(out)
     every = max(1, T // REPORTS_PER_SEED)
     warmup = T // 2  # no pruning in the first half of the first tuning seed
@@ -228,7 +241,7 @@ def tune(
         try:
             pruner = CumulativeMedianPruner(PRUNER_STARTUP_TRIALS, n_warmup_steps=warmup)
             study = open_study(out, attrs, seed, pruner)
-            if not study.trials and len(first) == len(space):
+            if not study.trials:
                 study.enqueue_trial(first)  # so the tuned setting is never worse on tuning seeds
             done = sum(counts_toward_trials(t) for t in study.trials)
             todo = None if n_trials is None else max(0, n_trials - done)
@@ -280,6 +293,7 @@ def tune(
             jobs=jobs,
             progress=progress,
         )
+        verdict = judge(summary, policy_spec, best_spec, best_params == rounded(first))
         path = out / "tune.json"
         record = {
             "library": "deepbandits",
@@ -290,6 +304,7 @@ def tune(
             "tuning_seeds": tuning,
             "eval_seeds": evaluation,
             "search_space": attrs["search_space"],
+            "widened": widened,
             "fixed_params": fixed,
             "sampler": {"name": "TPESampler", "seed": seed},
             "pruner": {
@@ -305,6 +320,7 @@ def tune(
             "default_spec": policy_spec,
             "n_trials": n,
             "eval": json.loads(summary.to_json(orient="records")),
+            "verdict": verdict.to_dict(),
             "eval_seconds": time.perf_counter() - started,
             "files": {
                 "study": str(out / "study.db"),
@@ -321,6 +337,7 @@ def tune(
             summary=summary,
             path=path,
             default_spec=policy_spec,
+            verdict=verdict,
         )
 
 
@@ -329,6 +346,8 @@ __all__ = [
     "STUDY_NAME",
     "CumulativeMedianPruner",
     "TuneResult",
+    "Verdict",
+    "covering",
     "round_sig",
     "search_space",
     "trials_table",

@@ -4,9 +4,11 @@ what it found."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from deepbandits.errors import InputValueError
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import policy_info
 from deepbandits.policies.space import Param
@@ -69,6 +71,59 @@ def search_space(policy_spec: str, search: Sequence[str] | str | None = None) ->
     return {k: declared[k] for k in names}
 
 
+def _widened(param: Param, value: Any) -> Param | None:
+    """``param`` grown to contain ``value`` (a choice added, a bound moved), or None when it
+    cannot hold it (a value of another kind, or a log-scale range and a value <= 0)."""
+    if param.kind == "categorical":
+        if not isinstance(value, bool | int | float | str):
+            return None
+        choices = (*param.choices, value)
+        if all(isinstance(c, int | float) and not isinstance(c, bool) for c in choices):
+            choices = tuple(sorted(choices))  # type: ignore[type-var]
+        return replace(param, choices=choices)
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if not numeric or not math.isfinite(value) or (param.kind == "int" and value != int(value)):
+        return None
+    if param.log and value <= 0:
+        return None
+    assert param.low is not None and param.high is not None
+    return replace(param, low=min(param.low, value), high=max(param.high, value))
+
+
+def covering(
+    space: Mapping[str, Param], untuned: Mapping[str, Any]
+) -> tuple[dict[str, Param], dict[str, Any]]:
+    """``space`` widened so that it contains the untuned value of every parameter, and the
+    values that were outside it.
+
+    The study's first trial is the untuned setting (:func:`~deepbandits.experiments.tune.tune`),
+    so that the best setting is never worse than it on the tuning seeds; a default outside the
+    declared space (``feature_dim=20`` against the choices 16, 32, 64) would otherwise be left
+    out. A categorical parameter gains the value as a choice, a range moves its bound.
+
+    Raises
+    ------
+    InputValueError
+        When an untuned value cannot join its parameter's space (a value <= 0 for a log-scale
+        range, or a value of another kind); the message names the parameter.
+    """
+    out, widened = {}, {}
+    for key, param in space.items():
+        value = untuned.get(key)
+        if param.contains(value):
+            out[key] = param
+            continue
+        grown = _widened(param, value)
+        if grown is None:
+            raise InputValueError(
+                f"the untuned value of {key!r}, {value!r}, lies outside its search space "
+                f"{param.describe()} and cannot join it, so the untuned setting could not be "
+                f"the first trial: set {key} in the specification, or leave it out of search"
+            )
+        out[key], widened[key] = grown, value
+    return out, widened
+
+
 def round_sig(value: float, digits: int = DIGITS) -> float:
     """``value`` rounded to ``digits`` significant digits (``0.031234567`` → ``0.03123``)."""
     return float(f"{value:.{digits}g}")
@@ -81,4 +136,4 @@ def rounded(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["DIGITS", "round_sig", "rounded", "search_space"]
+__all__ = ["DIGITS", "covering", "round_sig", "rounded", "search_space"]
