@@ -274,3 +274,45 @@ def test_dropna_drops_the_rows_and_says_how_many(tmp_path):
             dropna=True,
         )
     assert clean.get_params()["dropped_rows"] == 0
+
+
+# ------------------------------------------------------------------ friction 8
+@pytest.mark.parametrize("command", ["run", "compare", "demo", "tune"])
+def test_help_states_the_default_environment(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert re.search(r"--env ENV environment, .*\(default: h1\b", text)
+
+
+def test_a_missing_env_is_said_in_the_output(tmp_path, capsys):
+    args = ["run", "--policy", "linucb", "--T", "20", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("environment: h1 (the default, as --env was not given")
+    assert main([*args, "--env", "h2", "--out", str(tmp_path / "b")]) == 0
+    assert "environment: h1" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["table", "h1", "mnist"])
+def test_list_params_names_an_environments_keywords(capsys, name):
+    assert main(["list", "--params", name]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"keywords of environment {name} (set as --env {name}:key=value):"
+    keywords = {line.split()[0] for line in lines[2:]}
+    expected = {
+        "table": {"path", "label", "features", "categorical", "dropna", "preprocess", "max_arms"},
+        "h1": {"d", "n_arms", "noise", "noise_std", "horizon", "truncate", "seed"},
+        "mnist": {"data_dir", "download", "preprocess", "encoding", "seed"},
+    }[name]
+    assert expected <= keywords
+    # each keyword has a default, a type and a meaning
+    assert all(len(line.split()) >= 4 for line in lines[2:])
+    assert "X" not in keywords and "y" not in keywords
+
+
+def test_list_params_of_an_unknown_name_lists_policies_and_environments(capsys):
+    assert main(["list", "--params", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("deepbandits: error: unknown policy 'nosuch'")
+    assert "or an environment: 'h1'" in err and "'table'" in err

@@ -20,7 +20,7 @@ from deepbandits.experiments.storage import FORMATS
 SPEC_HELP = (
     "registry name with optional parameters, NAME[:key=value,key=value], the keywords of "
     "make_policy / make_env (lists in brackets: reward_range=[0,1]); 'deepbandits list "
-    "--params NAME' lists a policy's parameters"
+    "--params NAME' lists a policy's parameters or an environment's keywords"
 )
 
 
@@ -106,17 +106,45 @@ def check_writable(folder: Path, flag: str = "--out") -> Path:
     return folder
 
 
-def add_run_options(
-    p: argparse.ArgumentParser, *, T: int, seeds: str, out: str = "results", env: str = "h1"
-) -> None:
-    """Options of the commands that run policies over seeds (``run``, ``compare``, ``demo``):
-    output folder, environment, horizon, seeds and the sweep engine's."""
-    p.add_argument("--out", type=Path, default=Path(out), help=f"output folder (default: {out})")
+#: The environment of the commands that run policies when ``--env`` is not given.
+DEFAULT_ENV = "h1"
+
+#: What ``--help`` says of a missing ``--env``.
+ENV_DEFAULT_HELP = (
+    f"default: {DEFAULT_ENV}, the synthetic h1 of Section 5.1 (d=20, K=4), said in the output"
+)
+
+
+def add_env_option(p: argparse.ArgumentParser) -> None:
+    """``--env``, None unless given (:func:`env_of` resolves it and says so)."""
     p.add_argument(
         "--env",
-        default=env,
-        help=f"environment, {SPEC_HELP} (default: {env}); names: {', '.join(env_names())}",
+        default=None,
+        help=f"environment, {SPEC_HELP} ({ENV_DEFAULT_HELP}); names: {', '.join(env_names())}",
     )
+
+
+def env_of(args: argparse.Namespace) -> str:
+    """``args.env``, or :data:`DEFAULT_ENV` when ``--env`` was not given: then ``args.env`` is
+    set to it and a line of the output says so."""
+    if args.env is None:
+        args.env = DEFAULT_ENV
+        print(
+            f"environment: {DEFAULT_ENV} (the default, as --env was not given; 'deepbandits "
+            "list' names the others, 'deepbandits list --params NAME' their keywords)",
+            flush=True,
+        )
+    return str(args.env)
+
+
+def add_run_options(
+    p: argparse.ArgumentParser, *, T: int, seeds: str, out: str = "results"
+) -> None:
+    """Options of the commands that run policies over seeds (``run``, ``compare``, ``demo``):
+    output folder, environment (:func:`add_env_option`), horizon, seeds and the sweep
+    engine's."""
+    p.add_argument("--out", type=Path, default=Path(out), help=f"output folder (default: {out})")
+    add_env_option(p)
     p.add_argument("--T", type=positive_int, default=T, help=f"rounds per run (default: {T})")
     p.add_argument(
         "--seeds",

@@ -4,24 +4,41 @@ from __future__ import annotations
 
 import argparse
 
-from deepbandits.envs import env_names
+from deepbandits.envs import env_names, env_parameter_table
+from deepbandits.errors import InputValueError
 from deepbandits.experiments.config import builtin_configs
 from deepbandits.policies import CONFIGURATIONS, parameter_table, policy_names
 
 
+def print_table(title: str, rows: list[tuple[str, str, str, str]], first: str) -> None:
+    """``title``, then ``rows`` under the heading ``first``, default, type and range, meaning,
+    aligned (the meaning last, unpadded)."""
+    rows = [(first, "default", "type and range", "meaning"), *rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    print(title)
+    for row in rows:
+        cells = [c.ljust(w) for c, w in zip(row, widths, strict=False)]
+        print("  " + "  ".join([*cells, row[3]]))
+
+
 def list_command(args: argparse.Namespace) -> int:
     """``deepbandits list``: the registry names, configurations and paper experiments; with
-    ``--params NAME``, the parameters of policy NAME."""
-    if args.params is not None:
-        rows = [
-            ("parameter", "default", "type and range", "meaning"),
-            *parameter_table(args.params),
-        ]
-        widths = [max(len(row[i]) for row in rows) for i in range(3)]
-        print(f"parameters of {args.params} (set as NAME:key=value):")
-        for row in rows:
-            cells = [c.ljust(w) for c, w in zip(row, widths, strict=False)]
-            print("  " + "  ".join([*cells, row[3]]))
+    ``--params NAME``, the parameters of policy NAME or the keywords of environment NAME."""
+    name = args.params
+    if name is not None and name in env_names():
+        rows = env_parameter_table(name)
+        print_table(
+            f"keywords of environment {name} (set as --env {name}:key=value):", rows, "keyword"
+        )
+        return 0
+    if name is not None:
+        try:
+            rows = parameter_table(name)
+        except InputValueError as exc:
+            raise InputValueError(
+                f"{exc}; or an environment: {', '.join(map(repr, env_names()))}"
+            ) from None
+        print_table(f"parameters of {name} (set as NAME:key=value):", rows, "parameter")
         return 0
     print("policies:", ", ".join(policy_names(configurations=False)))
     print("configurations:")

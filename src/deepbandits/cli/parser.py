@@ -11,6 +11,7 @@ from deepbandits.cli.arguments import (
     SPEC_HELP,
     Parser,
     add_checkpoint_options,
+    add_env_option,
     add_experiment_options,
     add_run_options,
     nonnegative_int,
@@ -164,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_tune.add_argument(
         "--policy", required=True, help=f"policy, {SPEC_HELP}; keys given are not searched"
     )
-    p_tune.add_argument("--env", default="h1", help=f"environment, {SPEC_HELP} (default: h1)")
+    add_env_option(p_tune)
     p_tune.add_argument(
         "--T", type=positive_int, default=2000, help="rounds per run (default: 2000)"
     )
@@ -211,14 +212,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_list = sub.add_parser(
         "list",
         help="list registered policies and environments",
-        description="Print the registry names accepted by --policy and --env.",
+        description="Print the registry names accepted by --policy and --env (--params NAME: "
+        "a policy's parameters or an environment's keywords).",
     )
     p_list.add_argument(
         "--params",
-        metavar="POLICY",
+        metavar="NAME",
         default=None,
-        help="print instead every parameter of POLICY (a name or configuration): its default, "
-        "type and range, and meaning",
+        help="print instead every parameter of policy NAME (a name or configuration), or every "
+        "keyword of environment NAME: its default, type and range, and meaning",
     )
     add_serve_parsers(sub)
     return parser

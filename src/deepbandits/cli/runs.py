@@ -7,7 +7,7 @@ import argparse
 from contextlib import closing
 from pathlib import Path
 
-from deepbandits.cli.arguments import check_writable, engine_options, executor_of
+from deepbandits.cli.arguments import check_writable, engine_options, env_of, executor_of
 from deepbandits.experiments.compare import compare, format_table, label_of
 from deepbandits.experiments.reproduce import PAPER_CHECKPOINTS
 from deepbandits.experiments.specs import format_seeds, split_specs
@@ -29,12 +29,13 @@ def compare_command(args: argparse.Namespace) -> int:
         policies = (
             distinct_policy_names() if args.policies == ["all"] else split_specs(args.policies)
         )
+    env = env_of(args)
     check_writable(args.out)
     executor = executor_of(args, local_workers=1)
     with closing(executor):
         summary = compare(
             policies,
-            args.env,
+            env,
             args.seeds,
             args.T,
             args.out,
@@ -58,6 +59,7 @@ def compare_command(args: argparse.Namespace) -> int:
 def tune_command(args: argparse.Namespace) -> int:
     """``deepbandits tune``: run :func:`~deepbandits.experiments.tune.tune` and print the
     evaluation table, the best specification and where the files went."""
+    env_of(args)
     timeout = None if args.timeout_minutes is None else 60.0 * args.timeout_minutes
     n_trials = 20 if args.trials is None and timeout is None else args.trials
     out = args.out or Path("results") / "tune" / label_of(args.env) / label_of(args.policy)

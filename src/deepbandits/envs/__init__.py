@@ -11,6 +11,7 @@ from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.datasets import dataset_names
 from deepbandits.envs.base import Environment, Holdout, Round
 from deepbandits.envs.classification import DATASET_PREPROCESS, ClassificationEnv
+from deepbandits.envs.keywords import env_parameter_table
 from deepbandits.envs.preprocessing import PREPROCESSING, check_removed_keywords
 from deepbandits.envs.synthetic import REWARD_FUNCTIONS, SyntheticEnv
 from deepbandits.envs.table import TableError, TableFileNotFoundError, read_table, table_env
@@ -72,6 +73,7 @@ __all__ = [
     "TableError",
     "TableFileNotFoundError",
     "env_names",
+    "env_parameter_table",
     "make_env",
     "read_table",
     "table_env",

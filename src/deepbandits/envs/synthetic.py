@@ -55,6 +55,7 @@ class SyntheticEnv(Environment):
     n_arms : int, default=4
         Number of arms K.
     noise : {"uniform", "rising", "falling", "fixed"}, default="uniform"
+        Noise schedule of the variance vₜ (see the module documentation).
     noise_std : float, default=1.0
         Standard deviation of the ``fixed`` schedule.
     horizon : int, default=10000
