@@ -14,8 +14,13 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[dev,ray]"
 	touch $(STAMP)
 
+# make cannot change the calling shell: say how to reach the command line it installed
 demo: $(STAMP)
 	$(VENV)/bin/deepbandits demo --out results/demo --jobs 2
+	@echo
+	@echo "deepbandits is installed in $(VENV), which is not active in your shell: run"
+	@echo "  source $(VENV)/bin/activate    # then: deepbandits list, deepbandits --help"
+	@echo "or call it by its path: $(VENV)/bin/deepbandits list"
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -17,8 +17,10 @@ import pytest
 import deepbandits as db
 from deepbandits._version import __version__
 from deepbandits.cli import main
+from deepbandits.cli.runs import DEMO_POLICIES
 from deepbandits.encoding import same_contexts
 from deepbandits.envs import TableError
+from deepbandits.experiments.compare import format_table
 from deepbandits.experiments.tune import Verdict, search_space, tune
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +56,51 @@ def test_version_prints_the_package_version(capsys):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"deepbandits {__version__}"
+
+
+# ------------------------------------------------------------------ friction 1
+def test_make_demo_says_how_to_reach_the_command_line(tmp_path):
+    """``make demo`` with a stand-in venv (a ``deepbandits`` that only prints): what it prints
+    after the demo."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for name, text in (("python", "exit 1"), ("deepbandits", "echo demo ran")):
+        tool = venv / "bin" / name
+        tool.write_text(f"#!/bin/sh\n{text}\n")
+        tool.chmod(0o755)
+    (venv / ".installed").touch()  # newer than pyproject.toml: nothing to install
+    out = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "demo", f"VENV={venv}"], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "demo ran"
+    hint = "\n".join(lines[1:])
+    assert f"source {venv}/bin/activate" in hint
+    assert f"{venv}/bin/deepbandits list" in hint
+
+
+def test_the_readme_says_to_activate_the_venv():
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## The two commands")
+    section = readme[start : readme.index("\n## ", start + 1)]
+    assert "source .venv/bin/activate" in section
+    assert ".venv/bin/deepbandits list" in section
+
+
+def test_the_readme_demo_table_is_the_file_the_demo_wrote():
+    """Numbers shown to users come from files the code writes: the README's demo table is
+    ``benchmarks/results/demo_summary.csv`` (the demo's ``summary.csv``) as the demo prints it."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## The two commands")
+    section = readme[start : readme.index("\n## ", start + 1)]
+    head = "| policy | seeds | T | final regret (mean ± std) |"
+    lines = section[section.index(head) :].splitlines()
+    shown = "\n".join(lines[: next(i for i, line in enumerate(lines) if not line.strip())])
+    written = pd.read_csv(ROOT / "benchmarks" / "results" / "demo_summary.csv")
+    assert shown == format_table(written)
+    assert "results/demo/summary.csv" in section and "demo_summary.csv" in section
+    assert list(written["policy"]) == DEMO_POLICIES and set(written["T"]) == {10000}
 
 
 # ------------------------------------------------------------------ friction 2
