@@ -73,8 +73,7 @@ class Observation(NamedTuple):
     extra: Mapping[str, Any] = NO_EXTRA
 
 
-@dataclass(frozen=True, slots=True)
-class Feedback:
+class Feedback(NamedTuple):
     """One reward to learn, checked: what the policy observed of the arm played (an
     :class:`Observation`, or the pending :class:`~deepbandits.policies.decision.Decision`), the
     reward, the oracle σ² given with it and the reward range in force."""
