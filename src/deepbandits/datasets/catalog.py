@@ -171,6 +171,7 @@ SPECS: dict[str, Spec] = {
 
 
 def dataset_names() -> list[str]:
+    """The names :func:`load_dataset` reads: ``mnist``, ``shuttle``, ``covertype``, ``cifar10``."""
     return list(SPECS)
 
 
