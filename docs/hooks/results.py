@@ -1,0 +1,140 @@
+"""MkDocs hook: tables built from the files the code and the benchmarks write, never retyped.
+
+- ``results/real-datasets.md`` is generated from ``benchmarks/results/real_*_runs.csv`` (the
+  ``runs.csv`` that ``deepbandits report`` wrote for each comparison): mean ± std over seeds of
+  each policy's final regret and wall time.
+- In any page, ``<!-- generated: experiments -->`` becomes the table of ``deepbandits reproduce
+  --list`` (from the shipped configs and their measured costs), ``<!-- generated: policies -->``
+  the registry's names with their one-line descriptions, ``<!-- generated: environments -->``
+  the environment registry and ``<!-- generated: version -->`` the package's version.
+
+The other benchmark tables (``benchmarks/results/*.md``) are included verbatim by
+``pymdownx.snippets`` in the pages under ``docs/results/``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+MARKER = re.compile(r"<!-- generated: ([a-z-]+) -->")
+
+
+def mean_std(values: pd.Series, digits: int = 0) -> str:
+    """``mean ± std`` (population std over the seeds, as the README's tables)."""
+    return f"{values.mean():,.{digits}f} ± {values.std(ddof=0):,.{digits}f}"
+
+
+def real_datasets_page() -> str:
+    """``results/real-datasets.md`` from every ``real_<name>_runs.csv``."""
+    lines = [
+        "# Real datasets (Section 5.2)\n",
+        "Computed when the site is built from `benchmarks/results/real_<dataset>_runs.csv`, the "
+        "`runs.csv` that `deepbandits report` wrote for each comparison (one row per run; "
+        "how they were made: `benchmarks/results/README.md`, included below). Final regret "
+        "is the mean ± std over the seeds listed; wall time is per run, with two to four runs "
+        "sharing the 2 cores.\n",
+    ]
+    for path in sorted(RESULTS.glob("real_*_runs.csv")):
+        runs = pd.read_csv(path)
+        name = path.name.removeprefix("real_").removesuffix("_runs.csv")
+        horizon = ", ".join(str(t) for t in sorted(runs["T"].unique()))
+        lines += [
+            f"\n## {name} (T = {horizon})\n",
+            f"From `{path.relative_to(ROOT)}`.\n",
+            "| policy | seeds | final regret | per seed | wall time per run (s) |",
+            "|---|---|---|---|---|",
+        ]
+        for policy, group in runs.groupby("policy", sort=False):
+            group = group.sort_values("seed")
+            seeds = ", ".join(str(s) for s in group["seed"])
+            per_seed = ", ".join(f"{r:,.0f}" for r in group["final_regret"])
+            wall = f"{group['wall_seconds'].min():,.1f}–{group['wall_seconds'].max():,.1f}"
+            lines.append(
+                f"| {policy} | {seeds} | {mean_std(group['final_regret'])} | {per_seed} | {wall} |"
+            )
+    readme = (RESULTS / "README.md").read_text(encoding="utf-8")
+    lines += ["\n## How these runs were made\n", demote(readme, 2)]
+    return "\n".join(lines)
+
+
+def demote(markdown: str, levels: int) -> str:
+    """``markdown`` with every ATX heading ``levels`` levels deeper (outside code blocks)."""
+    out, fenced = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        out.append("#" * levels + line if not fenced and line.startswith("#") else line)
+    return "\n".join(out) + "\n"
+
+
+def experiments_table() -> str:
+    """The table of ``deepbandits reproduce --list``, from the shipped configs."""
+    config = importlib.import_module("deepbandits.experiments.config")
+    reproduce = importlib.import_module("deepbandits.experiments.reproduce")
+    configs = list(config.builtin_configs().values())
+    lines = [
+        "| experiment | reproduces | expected CPU, quick | expected CPU, full |",
+        "|---|---|---|---|",
+    ]
+    for c in configs:
+        cost = [
+            reproduce.format_duration(x) if x is not None else "?"
+            for x in (c.quick_cpu_s, c.full_cpu_s)
+        ]
+        lines.append(f"| `{c.name}` | {', '.join(c.reproduces)} | {cost[0]} | {cost[1]} |")
+    quick = reproduce.format_duration(reproduce.expected_cpu_seconds(configs, True))
+    full = reproduce.format_duration(reproduce.expected_cpu_seconds(configs, False))
+    lines.append(
+        f"\nAll {len(configs)}: {quick} of CPU quick, {full} full (one core of a 2-core "
+        "machine; divide by `--jobs` for the wall time)."
+    )
+    return "\n".join(lines)
+
+
+def policies_table() -> str:
+    """The registry's names and their one-line descriptions."""
+    policies = importlib.import_module("deepbandits.policies")
+    lines = ["| name | what it is |", "|---|---|"]
+    for name, recipe in policies.POLICIES.items():
+        lines.append(f"| [`{name}`](../reference/policy-parameters.md#{name}) | {recipe.doc} |")
+    return "\n".join(lines)
+
+
+def environments_table() -> str:
+    """The environment registry's names."""
+    envs = importlib.import_module("deepbandits.envs")
+    return ", ".join(f"`{name}`" for name in envs.env_names())
+
+
+GENERATORS = {
+    "experiments": experiments_table,
+    "policies": policies_table,
+    "environments": environments_table,
+    "version": lambda: importlib.import_module("deepbandits").__version__,
+}
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Add the generated results page."""
+    files.append(File.generated(config, "results/real-datasets.md", content=real_datasets_page()))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    """Replace each ``<!-- generated: NAME -->`` marker with its table."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in GENERATORS:
+            raise ValueError(f"{page.file.src_uri}: unknown generated block {name!r}")
+        return GENERATORS[name]()
+
+    return MARKER.sub(replace, markdown)
