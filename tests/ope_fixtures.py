@@ -71,9 +71,11 @@ def write_service_log(path, n=300, K=3, d=2, seed=0, pending=5, fmt="parquet"):
             "time_decided": np.arange(n, dtype=float),
             "time_rewarded": np.arange(n, dtype=float) + 0.5,
             "model_version": np.arange(n),
-            "arm": arm,
+            "action": arm,
             "propensity": np.full(n, 1.0 / K),
             "reward": np.where(np.arange(n) >= n - pending, np.nan, reward),
+            "reward_range": [None] * n,
+            "n_arms": np.full(n, K),
             "contexts": [c.tolist() for c in contexts],
             "mask": [None] * n,
         }
@@ -83,5 +85,6 @@ def write_service_log(path, n=300, K=3, d=2, seed=0, pending=5, fmt="parquet"):
     else:
         frame["contexts"] = [json.dumps(c) for c in frame["contexts"]]
         frame["mask"] = ""
+        frame["reward_range"] = ""
         frame.to_csv(path, index=False)
     return frame

@@ -76,7 +76,7 @@ def test_service_log_reader(tmp_path, fmt):
     with pytest.warns(UserWarning, match="5 of 300 decisions have no reward"):
         log = db.load_logged(path)
     assert len(log) == 295 and log.per_arm and log.contexts.shape == (295, 3, 2)
-    assert np.array_equal(log.actions, frame["arm"].to_numpy()[:295])
+    assert np.array_equal(log.actions, frame["action"].to_numpy()[:295])
     uniform = np.full((295, 3), 1 / 3)
     res = db.ope.evaluate(log, uniform, estimators="ips", n_bootstrap=0)
     assert res.estimate("ips") == pytest.approx(log.rewards.mean() * 1.0, rel=0.2)

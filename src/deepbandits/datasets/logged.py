@@ -14,11 +14,13 @@ for an embedding), followed by the user-item affinities; the items' features (it
 then item_feature_1..3 one-hot, encoded per file since the two logs hash them differently) are
 the action features; positions 1..3 become 0..2.
 
-**The decision service's log** (``deepbandits export-log STATE --format parquet|csv``): one row
-per decision with the columns ``arm`` (int), ``propensity`` (float in (0, 1]), ``reward``
-(float, null while pending), ``contexts`` (the request's arm contexts, a list of K lists of d
-floats; JSON text in CSV) and optionally ``mask`` (K booleans, or null), ``decision_id``,
-``time_decided``, ``time_rewarded``, ``model_version``, ``position``. Decisions without a
+**The decision service's log** (``deepbandits export-log STATE --format parquet|csv``,
+:mod:`deepbandits.serve.export`): one row per decision with the columns ``action`` (int; ``arm``
+is read too), ``propensity`` (float in (0, 1]), ``reward`` (float, null while pending),
+``contexts`` (the request's arm contexts, a list of K lists of d floats; JSON text in CSV) and
+optionally ``mask`` (K booleans, or null for all), ``position``; the service's other columns
+(``decision_id``, ``time_decided``, ``time_rewarded``, ``model_version``, ``reward_range``,
+``n_arms``) are not needed. Decisions without a
 reward are left out (a warning says how many); requests with fewer arms than the largest are
 padded with masked zero rows.
 """
@@ -43,7 +45,7 @@ from deepbandits.ope.log import LoggedBandit, make_log
 OBD_BEHAVIORS = ("random", "bts")
 OBD_CAMPAIGNS = ("all", "men", "women")
 USER_FEATURES = ("onehot", "codes")
-SERVICE_COLUMNS = ("arm", "propensity", "reward", "contexts")
+SERVICE_COLUMNS = ("action", "propensity", "reward", "contexts")
 _OBD_COLUMNS = ("item_id", "position", "click", "propensity_score")
 
 
@@ -170,6 +172,8 @@ def read_service_log(path: str | os.PathLike[str]) -> LoggedBandit:
         )
     except (OSError, ValueError) as exc:
         raise DataError(f"{path} cannot be read as {path.suffix[1:] or 'CSV'}: {exc}") from None
+    if "action" not in frame.columns and "arm" in frame.columns:
+        frame = frame.rename(columns={"arm": "action"})
     missing = [c for c in SERVICE_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(
@@ -205,7 +209,7 @@ def read_service_log(path: str | os.PathLike[str]) -> LoggedBandit:
     try:
         return make_log(
             contexts,
-            frame["arm"].to_numpy(),
+            frame["action"].to_numpy(),
             frame["reward"].to_numpy(np.float64),
             frame["propensity"].to_numpy(np.float64),
             n_actions=K,
