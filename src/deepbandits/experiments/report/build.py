@@ -39,7 +39,7 @@ from deepbandits.experiments.report.load import (
 from deepbandits.experiments.report.paper import CLAIMS_FILE, evaluate_claims, paper_blocks
 from deepbandits.experiments.report.render import (
     Block,
-    fmt,
+    estimate,
     interval,
     pm,
     slug,
@@ -88,8 +88,8 @@ def paired_blocks(paired: pd.DataFrame) -> list[Block]:
         [
             r["policy"],
             r["reference"],
-            fmt(r["difference"]),
-            fmt(r["std_error"]),
+            estimate(r["difference"], r["std_error"]),
+            estimate(r["std_error"], r["std_error"]),
             interval(r["ci95_low"], r["ci95_high"]),
             str(r["seeds"]),
         ]

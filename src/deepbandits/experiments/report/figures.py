@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._io import write_atomic
 from deepbandits.errors import DataError
+from deepbandits.experiments.compare import label_of
 from deepbandits.experiments.report.load import Comparison
 from deepbandits.experiments.report.tables import has_values, seconds_per_100
 from deepbandits.experiments.storage import RunResult
@@ -98,14 +99,27 @@ def error_figure(
     return saved(key, fig, out, caption)
 
 
+def figure_title(comp: Comparison) -> str:
+    """What every figure of ``comp`` is titled: its environment, horizon and seeds, and the
+    comparison's name when it says more (``h1, T = 10000, 3 seeds — demo``)."""
+    first = next(iter(comp.runs.values()))[0].config
+    env = first.get("env", {})
+    spec = str(env.get("spec") or env.get("class") or "environment")
+    seeds = len({r.config.get("seed") for runs in comp.runs.values() for r in runs})
+    title = f"{spec}, T = {first.get('T')}, {seeds} seed{'s' if seeds != 1 else ''}"
+    named = comp.name not in (spec, label_of(spec))
+    return f"{title} — {comp.name}" if named else title
+
+
 def comparison_figures(
     comp: Comparison, out: Path, levels: NDArray[np.float64]
 ) -> list[ReportFigure]:
-    """Every figure the runs of ``comp`` allow, written under ``out``."""
+    """Every figure the runs of ``comp`` allow, written under ``out``, each titled by
+    :func:`figure_title`."""
     figs: list[ReportFigure] = []
     runs = comp.runs
     env = next(iter(runs.values()))[0].config.get("env", {})
-    title = comp.name
+    title = figure_title(comp)
 
     curves = {k: (_rounds(rs), _stack(rs, lambda d: d["cum_regret"])) for k, rs in runs.items()}
     figs.append(

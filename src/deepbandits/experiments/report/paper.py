@@ -23,7 +23,7 @@ import pandas as pd
 
 from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.errors import DataError, InputTypeError, InputValueError
-from deepbandits.experiments.report.render import Block, fmt, interval, pm
+from deepbandits.experiments.report.render import Block, estimate, fmt, interval, pm
 from deepbandits.experiments.report.tables import paired_values
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.metrics import paired_difference
@@ -231,7 +231,8 @@ def claim_blocks(claims: pd.DataFrame) -> list[Block]:
             f"{r['policy']}: {r['check']} {r['metric']}",
             str(r["than"]) if isinstance(r["than"], str) else "–",
             f"{fmt(r['policy_mean'])} / {fmt(r['than_mean'])}",
-            f"{fmt(r['difference'])} {interval(r['ci95_low'], r['ci95_high'])}"
+            f"{estimate(r['difference'], (r['ci95_high'] - r['ci95_low']) / 2)} "
+            f"{interval(r['ci95_low'], r['ci95_high'])}"
             if r["seeds"]
             else "–",
             str(r["seeds"]),

@@ -11,15 +11,21 @@ A block is ``(kind, value)``:
 * ``"markdown"``: a Markdown document embedded as it is (``latency.md``, ``matched.md``), its
   headings moved :data:`EMBED_SHIFT` levels down; the HTML renders its headings, paragraphs,
   bullet lists, tables, ``**bold**`` and ```code```.
+
+Text (paragraphs, headings, cells, captions) may hold Markdown's ```code``` and ``**bold**``:
+the Markdown keeps them, the HTML renders them (:func:`inline_html`), so no backquote reaches
+the page. Numbers follow one rule (:func:`pm`, :func:`interval`, :func:`fmt`): a value with an
+uncertainty shows the uncertainty to two significant digits and the value to the same decimal
+place; a value alone shows four significant digits. A table cell that holds only numbers never
+wraps (:data:`NUMERIC`, the ``num`` class).
 """
 
 from __future__ import annotations
 
 import html
+import math
 import re
 from typing import Any
-
-import numpy as np
 
 Block = tuple[str, Any]
 
@@ -31,8 +37,15 @@ STYLE = (
     "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;"
     "padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
     "figure{margin:1.5em 0}img{max-width:100%}figcaption{font-size:90%;color:#333}"
-    "pre{background:#f4f4f4;padding:1em;overflow:auto;font-size:80%}</style>"
+    "pre{background:#f4f4f4;padding:1em;overflow:auto;font-size:80%}"
+    "td.num{white-space:nowrap;font-variant-numeric:tabular-nums}</style>"
 )
+
+#: A table cell of numbers only (with ±, /, brackets, dashes): rendered unbroken.
+NUMERIC = re.compile(r"^[\s\d.,eE+\-−±–\[\]/()%]*\d[\s\d.,eE+\-−±–\[\]/()%]*$")
+
+#: Significant digits of a value shown alone, and of an uncertainty.
+DIGITS, UNCERTAINTY_DIGITS = 4, 2
 
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 BULLET = re.compile(r"^( *)[-*]\s+(.*)$")
@@ -40,27 +53,67 @@ SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
 
 def fmt(x: float) -> str:
-    """A number for a table: thousands separators for large values, 3 digits for small."""
-    if not np.isfinite(x):
+    """A value alone, to :data:`DIGITS` significant digits (``–`` when not finite):
+    ``4422``, ``0.1160``, ``3.000e-05``."""
+    if not math.isfinite(x):
         return "–"
-    a = abs(x)
-    if a >= 1000:
-        return f"{x:,.0f}"
-    if a >= 10:
-        return f"{x:.1f}"
-    if a >= 0.001 or a == 0:
-        return f"{x:.3f}"
-    return f"{x:.2e}"
+    if x == 0:
+        return "0"
+    exponent = math.floor(math.log10(abs(x)))
+    if not -4 <= exponent < 6:
+        return f"{x:.{DIGITS - 1}e}"
+    return f"{x:.{max(DIGITS - 1 - exponent, 0)}f}"
+
+
+def decimals(uncertainty: float) -> int | None:
+    """The decimal places that show ``uncertainty`` to :data:`UNCERTAINTY_DIGITS` significant
+    digits (negative: rounded to tens, hundreds, ...); None when it is 0 or not finite."""
+    if not math.isfinite(uncertainty) or uncertainty <= 0:
+        return None
+    places = UNCERTAINTY_DIGITS - 1 - math.floor(math.log10(uncertainty))
+    # the rounding may carry into one more digit (0.0996 -> 0.10): count it from the rounded value
+    rounded = round(uncertainty, places)
+    return UNCERTAINTY_DIGITS - 1 - math.floor(math.log10(rounded)) if rounded else places
+
+
+def at(x: float, places: int) -> str:
+    """``x`` rounded to ``places`` decimals (to tens, hundreds, ... when negative)."""
+    if not math.isfinite(x):
+        return "–"
+    if places <= 0:
+        return f"{round(x, places):.0f}"
+    return f"{x:.{places}f}"
 
 
 def pm(mean: float, std: float) -> str:
-    """``mean ± std`` (the mean alone when the std is not finite)."""
-    return fmt(mean) if not np.isfinite(std) else f"{fmt(mean)} ± {fmt(std)}"
+    """``mean ± std``: the std to two significant digits, the mean to the same decimal place
+    (``4422 ± 43``, ``0.116000 ± 0.000030``); the mean alone (:func:`fmt`) when the std is not
+    finite, ``± 0`` when it is 0, and both in scientific notation when the std is below 1e-8
+    (a spread too small to write out beside the mean)."""
+    if not math.isfinite(mean):
+        return "–"
+    places = decimals(std)
+    if places is None:
+        return fmt(mean) if not math.isfinite(std) else f"{fmt(mean)} ± 0"
+    if places > 8:  # tiny values, or a spread too small to show beside the mean
+        return f"{mean:.{DIGITS - 1}e} ± {std:.{UNCERTAINTY_DIGITS - 1}e}"
+    return f"{at(mean, places)} ± {at(std, places)}"
 
 
 def interval(low: float, high: float) -> str:
-    """A confidence interval ``[low, high]``."""
-    return f"[{fmt(low)}, {fmt(high)}]"
+    """A confidence interval ``[low, high]``, both ends to the decimal place that shows its
+    half-width to two significant digits."""
+    places = decimals((high - low) / 2) if math.isfinite(low) and math.isfinite(high) else None
+    if places is None:
+        return f"[{fmt(low)}, {fmt(high)}]"
+    return f"[{at(low, places)}, {at(high, places)}]"
+
+
+def estimate(value: float, uncertainty: float) -> str:
+    """A value shown to the decimal place of its uncertainty (a difference beside its
+    standard error or interval): ``-12``, ``0.0031``."""
+    places = decimals(uncertainty)
+    return fmt(value) if places is None else at(value, places)
 
 
 def slug(name: str) -> str:
@@ -154,7 +207,7 @@ def markdown_html(text: str) -> list[str]:
             tags = ["th"] + ["td"] * (len(rows) - 1)
             parts.append("<table>")
             parts.extend(
-                "<tr>" + "".join(f"<{tag}>{inline_html(c)}</{tag}>" for c in row) + "</tr>"
+                "<tr>" + "".join(cell_html(c, tag) for c in row) + "</tr>"
                 for tag, row in zip(tags, rows, strict=True)
             )
             parts.append("</table>")
@@ -203,6 +256,12 @@ def markdown_html(text: str) -> list[str]:
     return parts
 
 
+def cell_html(text: str, tag: str = "td") -> str:
+    """One table cell: inline Markdown rendered, a cell of numbers marked ``num`` (unbroken)."""
+    kind = ' class="num"' if tag == "td" and NUMERIC.match(text) else ""
+    return f"<{tag}{kind}>{inline_html(text)}</{tag}>"
+
+
 def to_html(blocks: list[Block], title: str) -> str:
     """The document as a self-contained HTML page (images linked)."""
     e = html.escape
@@ -216,21 +275,22 @@ def to_html(blocks: list[Block], title: str) -> str:
     ]
     for kind, value in blocks:
         if kind in ("h2", "h3", "h4", "p"):
-            parts.append(f"<{kind}>{e(value)}</{kind}>")
+            parts.append(f"<{kind}>{inline_html(value)}</{kind}>")
         elif kind == "table":
             header, rows = value
-            parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")
-            parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows]
+            parts.append("<table><tr>" + "".join(cell_html(h, "th") for h in header) + "</tr>")
+            parts += ["<tr>" + "".join(cell_html(c) for c in r) + "</tr>" for r in rows]
             parts.append("</table>")
         elif kind == "figure":
             png, svg, caption = value
+            alt = e(caption.replace("`", ""))
             parts.append(
-                f'<figure><img src="{e(png)}" alt="{e(caption)}"><figcaption>{e(caption)} '
+                f'<figure><img src="{e(png)}" alt="{alt}"><figcaption>{inline_html(caption)} '
                 f'(<a href="{e(svg)}">SVG</a>)</figcaption></figure>'
             )
         elif kind == "link":
             text, href = value
-            parts.append(f'<p><a href="{e(href)}">{e(text)}</a></p>')
+            parts.append(f'<p><a href="{e(href)}">{inline_html(text)}</a></p>')
         elif kind == "pre":
             parts.append(f"<pre>{e(value)}</pre>")
         elif kind == "code":
