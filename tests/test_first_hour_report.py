@@ -7,12 +7,15 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from deepbandits.cli import main
 from deepbandits.experiments.compare import compare
-from deepbandits.experiments.report import build_report
+from deepbandits.experiments.report import build_report, build_suite_report
 from deepbandits.experiments.report import figures as report_figures
 from deepbandits.experiments.report.load import load_comparison
+from deepbandits.experiments.report.paper import FAILS, HOLDS, SMOKE_TEST
 from deepbandits.experiments.report.render import NUMERIC, interval, pm
 
 CLAIMS = {
@@ -31,6 +34,59 @@ def results(tmp_path_factory) -> Path:
     compare(["linucb", "linucb:alpha=1"], "h1", [0, 1], 40, folder, progress=False)
     (folder / "paper_reference.json").write_text(json.dumps(CLAIMS))
     return folder
+
+
+def verdicts(text: str) -> int:
+    return text.count(f"| {HOLDS} |") + text.count(f"| {FAILS} |")
+
+
+# ------------------------------------------------------------------ friction 4
+def test_a_quick_report_judges_no_claim(results, tmp_path):
+    _, full = build_report(results, tmp_path / "full")
+    assert verdicts(full.read_text()) == 2 and SMOKE_TEST not in full.read_text()
+    page, md = build_report(results, tmp_path / "quick", quick=True)
+    text = md.read_text()
+    assert verdicts(text) == 0 and text.count(f"| {SMOKE_TEST} |") == 2
+    assert "Smoke test: too small to judge." in text and "T = 40, 2 seeds" in text
+    html = page.read_text()
+    assert f"<td>{SMOKE_TEST}</td>" in html
+    assert f"<td>{HOLDS}</td>" not in html and f"<td>{FAILS}</td>" not in html
+    claims = pd.read_csv(tmp_path / "quick" / "demo" / "claims.csv")
+    assert set(claims["verdict"]) == {SMOKE_TEST}
+
+
+def test_a_quick_folder_is_known_by_its_experiment_record(results, tmp_path):
+    (results / "experiment.json").write_text(json.dumps({"name": "demo", "quick": True}))
+    try:
+        _, md = build_report(results, tmp_path / "r")
+    finally:
+        (results / "experiment.json").unlink()
+    assert verdicts(md.read_text()) == 0 and SMOKE_TEST in md.read_text()
+
+
+def test_reproduce_quick_prints_and_writes_no_verdict(tmp_path, capsys):
+    args = ["reproduce", "linear", "--jobs", "1", "--no-progress"]
+    assert main([*args, "--quick", "--out", str(tmp_path / "q")]) == 0
+    out = capsys.readouterr().out
+    readme = (tmp_path / "q" / "report" / "README.md").read_text()
+    assert verdicts(readme) == 0 and f"| {SMOKE_TEST} |" in readme
+    assert HOLDS not in out and FAILS not in out
+    # the same scale without --quick is judged: the claim gets a verdict
+    assert main([*args, "--seeds", "0-1", "--T", "300", "--out", str(tmp_path / "f")]) == 0
+    assert verdicts((tmp_path / "f" / "report" / "README.md").read_text()) == 1
+
+
+def test_the_suite_says_a_quick_experiment_is_too_small_to_judge(results, tmp_path):
+    build_report(results, results / "report")  # judged, as an earlier full build left it
+    rows = {}
+    for quick in (True, False):
+        entry = {"name": "demo", "kind": "sweep", "folder": results, "status": "done"}
+        _, md = build_suite_report(results, [entry | {"quick": quick}], tmp_path / str(quick))
+        text = md.read_text()
+        rows[quick] = next(line for line in text.splitlines() if line.startswith("| demo |"))
+        assert (verdicts(text) == 0) == quick
+    assert rows[True] == f"| demo | – | done (quick) | {SMOKE_TEST} |"
+    assert re.fullmatch(r"\| demo \| – \| done \(full\) \| \d/2 \|", rows[False])
 
 
 # ------------------------------------------------------------------ friction 7

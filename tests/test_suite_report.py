@@ -43,7 +43,7 @@ def suite(root: Path) -> list[dict]:
     (latency / "latency.md").write_text(LATENCY_MD)
     (latency / "latency_steps2.png").write_bytes(b"\x89PNG fake")
     (latency / "latency_steps2.svg").write_text("<svg/>")
-    common = {"title": "", "quick": True}
+    common = {"title": "", "quick": False}  # full scale: the claims are judged
     return [
         {**common, "name": "sweep-a", "title": "Fig. A", "reproduces": ["Fig. a"], "kind": "sweep"}
         | {"folder": root / "sweep-a", "status": "done", "error": None},
@@ -71,11 +71,11 @@ def test_suite_report_names_every_experiment_and_links_only_its_own_files(tmp_pa
     page, md = build_suite_report(root, entries, root / "report")
     readme, text = md.read_text(), page.read_text()
     rows = {line.split(" | ")[0][2:]: line for line in readme.splitlines() if line.startswith("| ")}
-    assert rows["sweep-a"] == "| sweep-a | Fig. a | done (quick) | 1/2 |"
-    assert rows["sweep-b"] == "| sweep-b | Fig. b | done (quick) | – |"
-    assert rows["broken"] == "| broken | Table c | failed (quick) | – |"
-    assert rows["partial"] == "| partial | Fig. a | failed (quick) | 1/2 |"
-    assert rows["latency"].startswith("| latency | Table latency | done (quick) |")
+    assert rows["sweep-a"] == "| sweep-a | Fig. a | done (full) | 1/2 |"
+    assert rows["sweep-b"] == "| sweep-b | Fig. b | done (full) | – |"
+    assert rows["broken"] == "| broken | Table c | failed (full) | – |"
+    assert rows["partial"] == "| partial | Fig. a | failed (full) | 1/2 |"
+    assert rows["latency"].startswith("| latency | Table latency | done (full) |")
     for heading in ("## sweep-a: Fig. A", "## sweep-b", "## broken", "## latency"):
         assert heading in readme
     assert "<h2>sweep-a: Fig. A</h2>" in text and "<h2>broken</h2>" in text
@@ -153,7 +153,7 @@ def test_a_sweep_over_several_environments_shows_every_comparison(tmp_path):
     failed = failed_path(folder / label_of(envs[1]) / "neural-ucb" / "seed_0")
     failed.parent.mkdir()
     failed.write_text(json.dumps({"job": {"policy": "neural-ucb"}, "error": "boom"}))
-    entry = {"name": "noise", "kind": "sweep", "folder": folder, "status": "done", "quick": True}
+    entry = {"name": "noise", "kind": "sweep", "folder": folder, "status": "done", "quick": False}
     _, md = build_suite_report(tmp_path, [entry], tmp_path / "report")
     readme = md.read_text()
     for env in envs:
@@ -161,4 +161,4 @@ def test_a_sweep_over_several_environments_shows_every_comparison(tmp_path):
         assert (tmp_path / "report" / "noise" / slug(label_of(env)) / "regret.png").is_file()
     assert readme.count("| LinUCB wins |") == 2 and readme.count("| not run |") == 1
     row = next(line for line in readme.splitlines() if line.startswith("| noise |"))
-    assert row == f"| noise | – | done (quick) | {readme.count('| holds |')}/2 |"
+    assert row == f"| noise | – | done (full) | {readme.count('| holds |')}/2 |"

@@ -42,13 +42,11 @@ from deepbandits.experiments.executors import Executor, LocalExecutor
 from deepbandits.experiments.latency import run_latency
 from deepbandits.experiments.matched import matched_protocol, run_matched
 from deepbandits.experiments.report import REFERENCE_FILE, build_report, build_suite_report
-from deepbandits.experiments.report.load import find_comparisons
+from deepbandits.experiments.report.load import EXPERIMENT_FILE, find_comparisons
 from deepbandits.experiments.sweep import SweepFailedError
 
 #: Hold-out checkpoints of Figs. calib_details_0..3 (``deepbandits demo`` uses them too).
 PAPER_CHECKPOINTS = (0, 2000, 5000, 7500)
-#: The record of what an experiment folder was run with.
-EXPERIMENT_FILE = "experiment.json"
 #: The traceback of an experiment of ``reproduce --all`` that failed (removed once it succeeds).
 ERROR_FILE = "error.txt"
 
@@ -199,7 +197,7 @@ def _run(
             failures += exc.failures
     with folder_lock(out):
         try:
-            reports = _sweep_report(config, out, folders.values())
+            reports = _sweep_report(config, out, folders.values(), quick)
         except DeepBanditsError as exc:
             if not failures:
                 raise
@@ -211,15 +209,17 @@ def _run(
     return Outcome(config.name, out, pd.concat(summaries, ignore_index=True), reports)
 
 
-def _sweep_report(config: ExperimentConfig, out: Path, folders: Iterable[Path]) -> tuple[Path, ...]:
+def _sweep_report(
+    config: ExperimentConfig, out: Path, folders: Iterable[Path], quick: bool
+) -> tuple[Path, ...]:
     """Write the paper's numbers and claims beside every comparison of a sweep, then its
-    report (``out/report``); nothing when no run finished."""
+    report (``out/report``; a ``quick`` one judges no claim); nothing when no run finished."""
     reference = {**(config.paper or {}), "claims": [asdict(c) for c in config.claims]}
     for folder in folders:
         write_atomic(folder / REFERENCE_FILE, json.dumps(reference, indent=2))
     if not find_comparisons(out):
         return ()
-    return tuple(build_report(out, out / "report"))
+    return tuple(build_report(out, out / "report", quick=quick))
 
 
 def _record(config: ExperimentConfig, out: Path, quick: bool) -> None:

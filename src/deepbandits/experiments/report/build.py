@@ -34,9 +34,16 @@ from deepbandits.experiments.report.load import (
     Comparison,
     configuration,
     find_comparisons,
+    is_quick,
     load_comparison,
 )
-from deepbandits.experiments.report.paper import CLAIMS_FILE, evaluate_claims, paper_blocks
+from deepbandits.experiments.report.paper import (
+    CLAIMS_FILE,
+    SMOKE_TEST,
+    evaluate_claims,
+    paper_blocks,
+    unjudged,
+)
 from deepbandits.experiments.report.render import (
     Block,
     estimate,
@@ -135,17 +142,32 @@ def figure_blocks(figures: list[ReportFigure], folder: Path) -> list[Block]:
     ]
 
 
+def smoke_test_block(per_run: pd.DataFrame) -> Block:
+    """What a quick run's page says in place of verdicts (:data:`SMOKE_TEST`)."""
+    seeds = per_run["seed"].nunique()
+    return (
+        "p",
+        f"{SMOKE_TEST[0].upper()}{SMOKE_TEST[1:]}. These runs are the config's --quick scale "
+        f"(T = {int(per_run['T'].max())}, {seeds} seed{'s' if seeds != 1 else ''}, short "
+        "trainings): they check that everything runs, and the paper's claims are listed "
+        "without verdicts. Run without --quick for the paper's scale.",
+    )
+
+
 def comparison_blocks(
-    comp: Comparison, out: Path, root_out: Path, levels: NDArray[np.float64]
+    comp: Comparison, out: Path, root_out: Path, levels: NDArray[np.float64], quick: bool = False
 ) -> list[Block]:
     """Tables, figures and configuration of one comparison as document blocks; writes the CSV
-    tables and figures under ``out``."""
+    tables and figures under ``out``. A ``quick`` comparison's claims get no verdict
+    (:func:`~deepbandits.experiments.report.paper.unjudged`)."""
     out.mkdir(parents=True, exist_ok=True)
     per_run = run_table(comp, levels)
     summary = summary_table(per_run)
     paired = paired_table(per_run)
     reference = comp.reference or {}
     claims = evaluate_claims(per_run, reference.get("claims", []), comp.policies)
+    if quick:
+        claims = unjudged(claims)
     write_atomic(out / "runs.csv", per_run.to_csv(index=False))
     write_atomic(out / "summary.csv", summary.to_csv(index=False))
     write_atomic(out / "paired.csv", paired.to_csv(index=False))
@@ -162,6 +184,7 @@ def comparison_blocks(
     blocks: list[Block] = [
         ("h2", comp.name),
         ("p", f"Runs from `{comp.folder}`."),
+        *([smoke_test_block(per_run)] if quick else []),
         summary_block(summary),
         (
             "p",
@@ -190,10 +213,19 @@ def comparison_name(folder: Path, results: Path) -> str:
 
 
 def build_report(
-    results: str | Path, out: str | Path, levels: ArrayLike | None = None
+    results: str | Path,
+    out: str | Path,
+    levels: ArrayLike | None = None,
+    *,
+    quick: bool | None = None,
 ) -> tuple[Path, Path]:
     """Write ``out/index.html`` and ``out/README.md`` for every comparison under ``results``;
     return both paths.
+
+    ``quick`` marks runs at an experiment's smoke-test scale (``--quick``): the page says so
+    and gives the paper's claims no verdict (``SMOKE_TEST`` of
+    :mod:`~deepbandits.experiments.report.paper`). None: as the ``experiment.json`` of
+    ``results`` records (:func:`~deepbandits.experiments.report.load.is_quick`).
 
     Raises
     ------
@@ -210,13 +242,14 @@ def build_report(
             f"no runs under {results}: expected <policy>/seed_<s>.csv and .json files "
             "(as written by deepbandits run/compare)"
         )
+    quick = is_quick(results) if quick is None else quick
     out.mkdir(parents=True, exist_ok=True)
     blocks: list[Block] = []
     for folder in folders:
         name = comparison_name(folder, results)
         comp = load_comparison(folder, name)
-        blocks += comparison_blocks(comp, out / slug(name), out, p)
-    title = f"deepbandits report: {results}"
+        blocks += comparison_blocks(comp, out / slug(name), out, p, quick)
+    title = f"deepbandits report: {results}" + (f" ({SMOKE_TEST})" if quick else "")
     md, page = out / "README.md", out / "index.html"
     write_atomic(md, to_markdown(blocks, title))
     write_atomic(page, to_html(blocks, title))

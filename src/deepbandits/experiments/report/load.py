@@ -22,6 +22,10 @@ from deepbandits.experiments.sweep import failed_path, is_run
 #: claims to check (``"claims"``, see :func:`deepbandits.report.evaluate_claims`).
 REFERENCE_FILE = "paper_reference.json"
 
+#: ``deepbandits reproduce`` and ``experiment run`` record the config as it ran in this file of
+#: the results folder, with ``"quick": true`` for the smoke-test scale (:func:`is_quick`).
+EXPERIMENT_FILE = "experiment.json"
+
 
 @dataclass
 class Comparison:
@@ -88,6 +92,19 @@ def load_reference(folder: Path) -> dict[str, Any] | None:
     if not isinstance(reference, dict):
         raise DataError(f"{path}: expected a JSON object, got {type(reference).__name__}")
     return reference
+
+
+def is_quick(results: Path) -> bool:
+    """Whether ``results`` holds an experiment run at its smoke-test scale (``--quick``), as its
+    :data:`EXPERIMENT_FILE` records; False without one."""
+    path = results / EXPERIMENT_FILE
+    if not path.is_file():
+        return False
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
+    return isinstance(recorded, dict) and recorded.get("quick") is True
 
 
 def failed_policy(record: Path) -> str | None:

@@ -45,6 +45,10 @@ CLAIMS_FILE = "claims.csv"
 #: Verdicts of :func:`evaluate_claims`.
 HOLDS, FAILS, NOT_RUN, NOT_MEASURED = "holds", "does not hold", "not run", "not measured"
 
+#: The verdict of every claim of a quick (smoke-test) run, whose scale (a few seeds, short runs,
+#: short trainings) cannot support one (:func:`unjudged`).
+SMOKE_TEST = "smoke test: too small to judge"
+
 #: Columns of :func:`evaluate_claims`'s table.
 CLAIM_COLUMNS = (
     "claim",
@@ -198,9 +202,20 @@ def evaluate_claims(
     return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
 
 
+def unjudged(claims: pd.DataFrame) -> pd.DataFrame:
+    """``claims`` (:func:`evaluate_claims`'s table) of a quick run: every verdict replaced by
+    :data:`SMOKE_TEST` (the means and the paired differences stay, as data)."""
+    return claims.assign(verdict=SMOKE_TEST, significant=False)
+
+
 def holding(claims: pd.DataFrame) -> str:
-    """``"x/y"``: how many of the claims hold (``"–"`` without claims)."""
-    return f"{int((claims['verdict'] == HOLDS).sum())}/{len(claims)}" if len(claims) else "–"
+    """``"x/y"``: how many of the claims hold (``"–"`` without claims, :data:`SMOKE_TEST` for
+    the claims of a quick run)."""
+    if not len(claims):
+        return "–"
+    if (claims["verdict"] == SMOKE_TEST).any():
+        return SMOKE_TEST
+    return f"{int((claims['verdict'] == HOLDS).sum())}/{len(claims)}"
 
 
 def reference_blocks(reference: Mapping[str, Any], summary: pd.DataFrame) -> list[Block]:
@@ -241,15 +256,21 @@ def claim_blocks(claims: pd.DataFrame) -> list[Block]:
         for r in claims.to_dict("records")
     ]
     header = ["claim", "check", "compared with", "means", "difference, 95% t interval", "seeds"]
+    smoke = bool((claims["verdict"] == SMOKE_TEST).any())
+    reading = (
+        "A smoke test (--quick) is too small to judge the claims: no verdict is given. "
+        if smoke
+        else "The verdict compares the means. "
+    )
     return [
-        ("h3", "The paper's claims, checked"),
+        ("h3", "The paper's claims" if smoke else "The paper's claims, checked"),
         ("table", ([*header, "verdict"], rows)),
         (
             "p",
-            "Means over each policy's seeds (policy / compared with); the verdict compares the "
-            "means. The difference policy − compared with is paired over the seeds both have, "
-            "with its 95% Student-t interval: an interval on the claimed side of 0 means the "
-            "seeds support the claim beyond their spread.",
+            "Means over each policy's seeds (policy / compared with). " + reading + "The "
+            "difference policy − compared with is paired over the seeds both have, with its 95% "
+            "Student-t interval: an interval on the claimed side of 0 means the seeds support "
+            "the claim beyond their spread.",
         ),
     ]
 

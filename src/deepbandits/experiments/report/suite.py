@@ -36,7 +36,13 @@ from deepbandits.experiments.report.build import (
 )
 from deepbandits.experiments.report.figures import MANIFEST, ReportFigure, read_manifest
 from deepbandits.experiments.report.load import find_comparisons, load_reference
-from deepbandits.experiments.report.paper import holding, paper_blocks, read_claims
+from deepbandits.experiments.report.paper import (
+    SMOKE_TEST,
+    holding,
+    paper_blocks,
+    read_claims,
+    unjudged,
+)
 from deepbandits.experiments.report.render import Block, slug, to_html, to_markdown
 from deepbandits.experiments.report.tables import summary_table
 
@@ -114,7 +120,7 @@ def sweep_blocks(entry: SuiteEntry, dest: Path, out: Path) -> tuple[list[Block],
     comparison of the folder) and its claims table."""
     report = entry.folder / REPORT_FOLDER
     if not covers_every_comparison(entry.folder, report):
-        build_report(entry.folder, report)
+        build_report(entry.folder, report, quick=entry.quick)
     copy_tree(report, dest)
     comparisons = report_folders(dest)
     blocks: list[Block] = [
@@ -129,7 +135,7 @@ def sweep_blocks(entry: SuiteEntry, dest: Path, out: Path) -> tuple[list[Block],
     claims = []
     for folder in comparisons:
         summary = summary_table(pd.read_csv(folder / "runs.csv"))
-        checked = read_claims(folder)
+        checked = unjudged(read_claims(folder)) if entry.quick else read_claims(folder)
         paper = paper_blocks(load_reference(folder), summary, checked)
         claims.append(checked)
         blocks += [("h3", folder.name)] if len(comparisons) > 1 else []
@@ -236,8 +242,8 @@ def build_suite_report(
                 "p",
                 "Experiments marked quick ran at the smoke-test scale of their config's [quick] "
                 "table (fewer rounds and seeds, shorter trainings): they check that everything "
-                "runs, and their claims are not expected to hold. Run without --quick for the "
-                "paper's scale.",
+                f"runs, and are too small to judge the paper's claims ({SMOKE_TEST}: no "
+                "verdicts). Run without --quick for the paper's scale.",
             )
         )
     doc += sections
