@@ -10,6 +10,7 @@ from collections.abc import Callable
 from deepbandits.cli.errors import USER_ERRORS, describe, report_internal_error
 from deepbandits.cli.experiments import experiment_command, reproduce_command
 from deepbandits.cli.listing import list_command
+from deepbandits.cli.ope import ope_command
 from deepbandits.cli.parser import build_parser
 from deepbandits.cli.runs import compare_command, report_command, tune_command
 from deepbandits.cli.serve import export_log_command, serve_command
@@ -26,6 +27,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": list_command,
     "serve": serve_command,
     "export-log": export_log_command,
+    "ope": ope_command,
 }
 
 

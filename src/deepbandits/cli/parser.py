@@ -20,6 +20,7 @@ from deepbandits.cli.arguments import (
     positive_int,
     seed_list,
 )
+from deepbandits.cli.ope import add_ope_parser
 from deepbandits.cli.runs import DEMO_POLICIES
 from deepbandits.policies import policy_names
 from deepbandits.serve import MAX_BODY_BYTES
@@ -223,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
         "keyword of environment NAME: its default, type and range, and meaning",
     )
     add_serve_parsers(sub)
+    add_ope_parser(sub)
     return parser
 
 

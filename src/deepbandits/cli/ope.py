@@ -1,0 +1,302 @@
+"""``deepbandits ope``: off-policy evaluation of a policy on a logged table, printed as a table and
+written as CSV, Parquet and a figure.
+
+The log is ``obd[:behavior=random,campaign=all]`` (the Open Bandit Dataset from the data
+directory) or the path of a service log (``deepbandits export-log``, Parquet or CSV). The
+policy is ``obd-bts`` (OBD's Bernoulli Thompson sampling, whose true value is known: the
+ground-truth experiment of :mod:`deepbandits.ope.obd`), ``uniform``, or a policy of the library
+(``linucb:alpha=0.5``), which learns the first ``--train-fraction`` of the log
+(:func:`~deepbandits.ope.warm.learn_log`) and is evaluated on the rest, against the logging
+policy's own value there; ``--replay`` also replays it, learning, on the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from deepbandits._io import write_atomic
+from deepbandits.cli.arguments import check_writable, nonnegative_int, positive_float
+from deepbandits.errors import InputValueError
+
+ESTIMATOR_HELP = "all, or a comma list of ips,snips,dm,dr,sndr,switch-dr,dr-os"
+
+
+def add_ope_parser(sub: Any) -> None:
+    """The ``ope`` command's options."""
+    p = sub.add_parser(
+        "ope",
+        help="off-policy evaluation of a policy on logged data",
+        description=(
+            "Estimate what a policy would have earned on logged traffic with IPS, SNIPS, DM, "
+            "DR, SNDR, Switch-DR and DRos, each with a bootstrap interval and the effective "
+            "sample size; print the table (with the truth when it is known) and write "
+            "OUT/ope.csv, OUT/ope.parquet and OUT/ope.png/.svg."
+        ),
+    )
+    p.add_argument(
+        "--log",
+        required=True,
+        help="obd[:behavior=random|bts,campaign=all|men|women] (the Open Bandit Dataset in the "
+        "data directory), or the path of a service log (deepbandits export-log; Parquet or "
+        "CSV with columns action, propensity, reward, contexts[, mask])",
+    )
+    p.add_argument(
+        "--policy",
+        default=None,
+        help="obd-bts (default on OBD: BTS, whose value is known), uniform, or a library "
+        "policy NAME[:key=value,...] trained on the first --train-fraction of the log",
+    )
+    p.add_argument("--estimators", default="all", help=ESTIMATOR_HELP + " (default: all)")
+    p.add_argument(
+        "--reward-model",
+        default="auto",
+        choices=("auto", "logistic", "ridge", "hgb", "network"),
+        help="q̂ of DM and the DR family, cross-fitted (default: auto)",
+    )
+    p.add_argument("--folds", type=nonnegative_int, default=5, help="cross-fitting folds (5)")
+    p.add_argument(
+        "--n-bootstrap", type=nonnegative_int, default=1000, help="bootstrap resamples (1000)"
+    )
+    p.add_argument("--alpha", type=positive_float, default=0.05, help="1 - coverage (0.05)")
+    p.add_argument("--switch-tau", type=positive_float, default=100.0, help="Switch-DR's τ")
+    p.add_argument("--shrinkage-lambda", type=positive_float, default=100.0, help="DRos's λ")
+    p.add_argument(
+        "--runs",
+        type=nonnegative_int,
+        default=30,
+        help="obd-bts: bootstrap samples of the log re-estimated as OBP's example does (30)",
+    )
+    p.add_argument(
+        "--train-fraction",
+        type=positive_float,
+        default=0.5,
+        help="library policies: the share of the log they learn first (0.5)",
+    )
+    p.add_argument(
+        "--warm-weights",
+        choices=("none", "ips"),
+        default="none",
+        help="library policies: learn the training part unweighted or by clipped IPS weights",
+    )
+    p.add_argument("--replay", action="store_true", help="also replay the policy, learning")
+    p.add_argument("--data-dir", type=Path, default=None, help="data directory holding obd/")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed (0)")
+    p.add_argument("--out", type=Path, default=Path("results/ope"), help="results/ope")
+
+
+def parse_log_spec(text: str) -> tuple[str, dict[str, Any]]:
+    """``obd:campaign=men`` → ``("obd", {"campaign": "men"})``; anything else is a path."""
+    from deepbandits.experiments.specs import parse_spec
+
+    if text == "obd" or text.startswith("obd:"):
+        name, params = parse_spec(text)
+        unknown = set(params) - {"behavior", "campaign", "user_features", "affinity"}
+        if unknown:
+            raise InputValueError(
+                f"unknown OBD option(s) {', '.join(sorted(unknown))} in --log {text!r}; "
+                "options: behavior, campaign, user_features, affinity"
+            )
+        return name, params
+    return "path", {"path": text}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, float | np.floating):
+        return "" if np.isnan(value) else f"{value:.5g}"
+    return str(value)
+
+
+def render(table: pd.DataFrame) -> str:
+    """The table as aligned text: estimator, estimate, interval, ESS, and the truth columns."""
+    cols = ["name", "estimate", "lower", "upper", "ess"]
+    cols += [
+        c
+        for c in ("truth", "relative_error", "covered", "rel_error_mean", "rel_error_std")
+        if c in table
+    ]
+    cols += [c for c in ("obp_mean", "obp_std") if c in table]
+    rows = [[_fmt(v) for v in row] for row in table[cols].itertuples(index=False)]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    line = "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))
+    body = [
+        "  ".join(
+            v.ljust(w) if i == 0 else v.rjust(w)
+            for i, (v, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    ]
+    return "\n".join([line, *body])
+
+
+def _write(table: pd.DataFrame, out: Path, title: str, refs: dict[str, float]) -> list[Path]:
+    from deepbandits.ope.figure import estimates_figure
+    from deepbandits.plotting.style import save_figure
+
+    write_atomic(out / "ope.csv", table.to_csv(index=False))
+    buffer = io.BytesIO()
+    table.to_parquet(buffer, index=False)
+    write_atomic(out / "ope.parquet", buffer.getvalue())
+    figures = save_figure(estimates_figure(table, title, refs), out / "ope")
+    return [out / "ope.csv", out / "ope.parquet", *figures]
+
+
+def ope_command(args: argparse.Namespace) -> int:
+    """Run ``deepbandits ope`` (module notes)."""
+    from deepbandits.ope.evaluate import check_estimators
+
+    kind, params = parse_log_spec(args.log)
+    estimators = check_estimators(
+        args.estimators if args.estimators == "all" else args.estimators.split(",")
+    )
+    if not 0.0 < args.alpha < 1.0:
+        raise InputValueError(f"--alpha must be in (0, 1), but {args.alpha} is given")
+    out = check_writable(args.out)
+    policy = args.policy or ("obd-bts" if kind == "obd" else None)
+    if policy is None:
+        raise InputValueError("--policy is needed for a service log: uniform or a library policy")
+    options = dict(
+        estimators=estimators,
+        reward_model=args.reward_model,
+        n_folds=args.folds,
+        n_bootstrap=args.n_bootstrap,
+        alpha=args.alpha,
+        switch_tau=args.switch_tau,
+        shrinkage_lambda=args.shrinkage_lambda,
+        seed=args.seed,
+    )
+    if policy == "obd-bts":
+        table, title, refs, notes = _obd_bts(kind, params, args, options)
+    else:
+        table, title, refs, notes = _evaluate_policy(kind, params, policy, args, options)
+    print(title)
+    for note in notes:
+        print(note)
+    print(render(table), flush=True)
+    written = _write(table, out, title, refs)
+    print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 0
+
+
+def _obd_bts(
+    kind: str, params: dict[str, Any], args: argparse.Namespace, options: dict[str, Any]
+) -> tuple[pd.DataFrame, str, dict[str, float], list[str]]:
+    from deepbandits.ope.obd import ground_truth
+
+    if kind != "obd" or params.get("behavior", "random") != "random":
+        raise InputValueError(
+            "--policy obd-bts is evaluated on OBD's random log: --log "
+            "obd:behavior=random,campaign=..."
+        )
+    campaign = params.get("campaign", "all")
+    gt = ground_truth(
+        campaign,
+        data_dir=args.data_dir,
+        reward_model=options["reward_model"],
+        n_bootstrap=options["n_bootstrap"],
+        n_runs=args.runs,
+        seed=args.seed,
+    )
+    table = gt.table[gt.table["estimator"].isin(options["estimators"])].reset_index(drop=True)
+    lo, hi = gt.truth_interval
+    mass = "/".join(f"{m:.3f}" for m in gt.policy.mass_before_normalising)
+    notes = [
+        f"truth: BTS's click rate on its own log, {gt.truth:.5g} (95% {lo:.5g}..{hi:.5g})",
+        f"π_bts(item | position) from the BTS log's propensities: they sum to {mass} over the "
+        f"items of positions 1/2/3 before normalising; an (item, position)'s propensity varies "
+        f"by {gt.policy.propensity_cv:.0%} (median coefficient of variation) over the week",
+        f"intervals: {1 - options['alpha']:.0%} Poisson bootstrap, {options['n_bootstrap']} "
+        f"resamples; rel_error_mean/std: over {args.runs} bootstrap samples of the log "
+        "(OBP's protocol; obp_*: its published numbers, campaign all)",
+    ]
+    return table, f"ope: BTS on obd/random/{campaign}", {"truth": gt.truth}, notes
+
+
+def _evaluate_policy(
+    kind: str,
+    params: dict[str, Any],
+    spec: str,
+    args: argparse.Namespace,
+    options: dict[str, Any],
+) -> tuple[pd.DataFrame, str, dict[str, float], list[str]]:
+    from deepbandits.datasets.logged import load_logged
+    from deepbandits.ope.evaluate import evaluate
+    from deepbandits.ope.replay import replay
+
+    if kind == "path":
+        log = load_logged(params["path"])
+    else:
+        log = load_logged("obd", data_dir=args.data_dir, **params)
+    refs: dict[str, float] = {}
+    notes = [f"log: {log!r}"]
+    if spec == "uniform":
+        available = np.ones((len(log), log.n_actions)) if log.masks is None else log.masks
+        target, test = available / available.sum(axis=1, keepdims=True), log
+    else:
+        target, test, trained = _trained_policy(log, spec, args)
+        notes.append(trained)
+    refs["logging policy (on-policy)"] = float(test.rewards.mean())
+    notes.append(
+        f"the logging policy's own value on the evaluated rounds: {test.rewards.mean():.5g}"
+    )
+    result = evaluate(test, target, **options)
+    for message in result.messages:
+        notes.append(f"warning: poor support: {message}")
+    table = result.table.drop(columns=["n"])
+    if args.replay:
+        if spec == "uniform":
+            raise InputValueError("--replay needs a library policy (it learns as it goes)")
+        from deepbandits.experiments.specs import parse_spec
+        from deepbandits.policies import make_policy
+
+        name, kw = parse_spec(spec)
+        res = replay(make_policy(name, **kw), test, seed=args.seed)
+        n = res.n_accepted
+        se = res.rewards.std(ddof=1) / np.sqrt(n) if n > 1 else float("nan")
+        z = _z(options["alpha"])
+        row = {
+            "estimator": "replay",
+            "name": f"replay ({res.n_accepted} rounds)",
+            "estimate": res.value,
+            "lower": res.value - z * se,
+            "upper": res.value + z * se,
+            "std": se,
+            "ess": float(res.n_accepted),
+        }
+        table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
+    return table, f"ope: {spec} on {log.name}", refs, notes
+
+
+def _z(alpha: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / 2))
+
+
+def _trained_policy(log: Any, spec: str, args: argparse.Namespace) -> tuple[Any, Any, str]:
+    from deepbandits.experiments.specs import parse_spec
+    from deepbandits.ope.warm import learn_log
+    from deepbandits.policies import make_policy
+
+    if not 0.0 < args.train_fraction < 1.0:
+        raise InputValueError(
+            f"--train-fraction must be in (0, 1), but {args.train_fraction} is given"
+        )
+    name, kw = parse_spec(spec)
+    policy = make_policy(name, **kw)
+    train, test = log.split(args.train_fraction, seed=None)
+    weights = None if args.warm_weights == "none" else "ips"
+    done = learn_log(policy, train, weights=weights, seed=args.seed)
+    note = (
+        f"{spec} learned the first {len(train)} rounds ({done.n_updates} updates"
+        f"{', IPS-weighted' if weights else ''}) and is evaluated on the last {len(test)}"
+    )
+    return policy, test, note
