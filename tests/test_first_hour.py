@@ -58,6 +58,20 @@ def test_version_prints_the_package_version(capsys):
     assert out.stdout.strip() == f"deepbandits {__version__}"
 
 
+def test_the_changelog_keeps_a_changelog_of_this_version():
+    """Keep a Changelog: an Unreleased section first, then releases newest first, the newest
+    being the version the package (and ``--version``) says."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    headings = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, flags=re.M)
+    assert headings[0] == ("Unreleased", "")
+    released = headings[1:]
+    assert released and all(date for _, date in released)
+    assert released[0][0] == __version__.split("+")[0]
+    assert [d for _, d in released] == sorted((d for _, d in released), reverse=True)
+    for section in re.findall(r"^### (.+)$", text, flags=re.M):
+        assert section in {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+
+
 # ------------------------------------------------------------------ friction 1
 def test_make_demo_says_how_to_reach_the_command_line(tmp_path):
     """``make demo`` with a stand-in venv (a ``deepbandits`` that only prints): what it prints
