@@ -6,7 +6,9 @@
 - In any page, ``<!-- generated: experiments -->`` becomes the table of ``deepbandits reproduce
   --list`` (from the shipped configs and their measured costs), ``<!-- generated: policies -->``
   the registry's names with their one-line descriptions, ``<!-- generated: environments -->``
-  the environment registry and ``<!-- generated: version -->`` the package's version.
+  the environment registry, ``<!-- generated: demo-summary -->`` the table of ``make demo``
+  (``benchmarks/results/demo_summary.csv``) and ``<!-- generated: version -->`` the package's
+  version.
 
 The other benchmark tables (``benchmarks/results/*.md``) are included verbatim by
 ``pymdownx.snippets`` in the pages under ``docs/results/``.
@@ -108,6 +110,22 @@ def policies_table() -> str:
     return "\n".join(lines)
 
 
+def demo_summary_table() -> str:
+    """``benchmarks/results/demo_summary.csv``: the ``summary.csv`` that ``deepbandits demo``
+    wrote, as the demo prints it."""
+    summary = pd.read_csv(RESULTS / "demo_summary.csv")
+    lines = [
+        "| policy | seeds | T | final regret (mean ± std) | wall time per run (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in summary.itertuples(index=False):
+        lines.append(
+            f"| {row.policy} | {row.seeds} | {row.T} | {row.final_regret_mean:.1f} ± "
+            f"{row.final_regret_std:.1f} | {row.wall_seconds_mean:.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def environments_table() -> str:
     """The environment registry's names."""
     envs = importlib.import_module("deepbandits.envs")
@@ -118,6 +136,7 @@ GENERATORS = {
     "experiments": experiments_table,
     "policies": policies_table,
     "environments": environments_table,
+    "demo-summary": demo_summary_table,
     "version": lambda: importlib.import_module("deepbandits").__version__,
 }
 
