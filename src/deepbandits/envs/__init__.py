@@ -11,7 +11,7 @@ from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.datasets import dataset_names
 from deepbandits.envs.base import Environment, Holdout, Round
 from deepbandits.envs.classification import DATASET_PREPROCESS, ClassificationEnv
-from deepbandits.envs.keywords import env_parameter_table
+from deepbandits.envs.keywords import keyword_table
 from deepbandits.envs.preprocessing import PREPROCESSING, check_removed_keywords
 from deepbandits.envs.synthetic import REWARD_FUNCTIONS, SyntheticEnv
 from deepbandits.envs.table import TableError, TableFileNotFoundError, read_table, table_env
@@ -39,6 +39,14 @@ def _keywords(factory: Callable[..., Any], exclude: tuple[str, ...] = ()) -> lis
         for k, p in inspect.signature(factory).parameters.items()
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and k not in exclude
     ]
+
+
+def env_parameter_table(name: str) -> list[tuple[str, str, str, str]]:
+    """Every keyword :func:`make_env` accepts for ``name``: keyword, default, type and range,
+    and meaning (``deepbandits list --params NAME``), read by
+    :func:`~deepbandits.envs.keywords.keyword_table`."""
+    check_choice(name, "environment", ENVS)
+    return keyword_table(ENVS[name], name in CLASSIFICATION_ENVS)
 
 
 def make_env(name: str, **params: Any) -> Environment:

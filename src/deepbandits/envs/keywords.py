@@ -5,8 +5,8 @@ read from the signatures and numpydoc docstrings of the functions that take them
 What :func:`~deepbandits.envs.make_env` accepts for a name is its factory's keywords and, for
 the classification bandits, the constructor's of
 :class:`~deepbandits.envs.classification.ClassificationEnv` (without ``X`` and ``y``); each
-keyword is described where it is documented (the factory, :func:`~deepbandits.datasets.table.\
-read_table`, :func:`~deepbandits.datasets.load_dataset` or the class).
+keyword is described where it is documented: the factory, ``read_table``
+(:mod:`deepbandits.datasets.table`), :func:`~deepbandits.datasets.load_dataset` or the class.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from deepbandits._validation import check_choice
 from deepbandits.datasets import load_dataset
 from deepbandits.datasets.table import read_table
 from deepbandits.envs.classification import ClassificationEnv
@@ -81,35 +80,36 @@ def _signature_rows(
     return list(seen.values())
 
 
-def env_parameter_table(name: str) -> list[tuple[str, str, str, str]]:
-    """One row per keyword of environment ``name``: keyword, default (``"required"`` when it
-    has none), type and range, and meaning.
-
-    Raises
-    ------
-    InputValueError
-        For a name that is not an environment (the message lists them).
-    """
-    from deepbandits.envs import CLASSIFICATION_ENVS, ENVS  # the registry imports this module
-
-    check_choice(name, "environment", ENVS)
-    factory = ENVS[name]
+def keyword_table(
+    factory: Callable[..., Any], classification: bool
+) -> list[tuple[str, str, str, str]]:
+    """One row per keyword that ``make_env`` passes to ``factory`` (a registry entry, a
+    ``functools.partial`` of one): keyword, default (``"required"`` when it has none), type and
+    range, and meaning. ``classification``: the factory also passes the constructor's keywords
+    of :class:`~deepbandits.envs.classification.ClassificationEnv` (``X`` and ``y`` aside,
+    unless the factory is the class itself)."""
     target = getattr(factory, "func", factory)
     functions: list[Callable[..., Any]] = [factory]
     sources: list[Callable[..., Any]] = []
-    if name in CLASSIFICATION_ENVS:
+    if classification:
         functions.append(ClassificationEnv)
         sources += [read_table, load_dataset, ClassificationEnv]
     docs = documented([*sources, target])  # the factory's own "as in ..." entries come last
+    exclude = () if target is ClassificationEnv else ("X", "y")
     rows = []
-    for p in _signature_rows(functions, exclude=("X", "y") if name != "classification" else ()):
+    for p in _signature_rows(functions, exclude=exclude):
         kind, meaning = docs.get(p.name, ("", ""))
-        meaning = meaning or "–"
         default = "required" if p.default is p.empty else repr(p.default)
         annotation = p.annotation if isinstance(p.annotation, str) else str(p.annotation)
-        kind = re.sub(r",?\s*default\s*=.*$", "", kind) or annotation
-        rows.append((p.name, default, kind, meaning))
+        rows.append(
+            (
+                p.name,
+                default,
+                re.sub(r",?\s*default\s*=.*$", "", kind) or annotation,
+                meaning or "–",
+            )
+        )
     return rows
 
 
-__all__ = ["documented", "env_parameter_table"]
+__all__ = ["documented", "first_sentence", "keyword_table", "plain"]
