@@ -139,13 +139,18 @@ def test_estimators_follow_their_definitions():
 
 def test_resampled_sums_are_count_weighted_sums_and_counts_are_poisson():
     table = np.random.default_rng(1).random((1000, 4))
-    sums = resampled_sums(table, 50, np.random.default_rng(7))
-    counts = poisson1_counts(np.random.default_rng(7), (50, 1000)).astype(float)
-    np.testing.assert_allclose(sums, counts @ table, rtol=1e-12)
-    big = poisson1_counts(np.random.default_rng(3), (2000, 5000)).ravel()
-    assert abs(big.mean() - 1.0) < 0.003 and abs(big.var() - 1.0) < 0.005
-    freq0 = np.mean(big == 0)
-    assert abs(freq0 - np.exp(-1.0)) < 0.002
+    sums = resampled_sums(table, 50, seed=7)
+    child = np.random.SeedSequence(7).spawn(1)[0]  # one chunk: the seed's first child
+    counts = poisson1_counts(np.random.default_rng(child), (50, 1000)).astype(float)
+    np.testing.assert_allclose(sums, counts @ table, rtol=1e-5)
+    # the same resamples whatever the number of threads and chunks
+    big = np.random.default_rng(2).random((30_000, 3))
+    one = resampled_sums(big, 400, seed=3, threads=1)
+    np.testing.assert_array_equal(one, resampled_sums(big, 400, seed=3, threads=3))
+    draws = poisson1_counts(np.random.default_rng(3), (2000, 5000)).ravel()
+    assert abs(draws.mean() - 1.0) < 0.003 and abs(draws.var() - 1.0) < 0.005
+    assert abs(np.mean(draws == 0) - np.exp(-1.0)) < 0.002
+    assert abs(np.mean(draws == 3) - np.exp(-1.0) / 6) < 0.001
     # a resample that gives no weight to any round reads as NaN, not a crash
     nan = estimates_from_sums(np.zeros((1, 8)), ["snips"])
     assert np.isnan(nan).all()
