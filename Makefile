@@ -1,10 +1,11 @@
-# The two commands of the README: `make demo` and `make test`.
+# The two commands of the README: `make demo` and `make test`. `make docs` builds the site into
+# site/, `make docs-test` also opens it in headless Chromium, `make dist` builds the wheel and sdist.
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench peers clean
+.PHONY: demo test lint bench peers clean docs docs-test dist
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +27,8 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples docs/hooks
+	$(VENV)/bin/ruff format --check src tests benchmarks examples docs/hooks
 
 bench: $(STAMP)
 	$(PY) benchmarks/speed.py
@@ -44,5 +45,30 @@ $(PEERS_VENV)/.installed: pyproject.toml
 peers: $(PEERS_VENV)/.installed
 	$(PEERS_VENV)/bin/python benchmarks/peers.py
 
+# The documentation site (mkdocs.yml; docs/about-these-docs.md says why these tools): the docs
+# extra into .venv, then a strict build, in which any warning fails (a broken link, a public name
+# without a docstring, an example that raises). The gallery runs every example in examples/.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install --quiet -e ".[dev,ray,docs]"
+	touch $@
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 MPLBACKEND=Agg $(VENV)/bin/mkdocs build --strict
+
+# Debian's chromium and its driver (a browser that a Python package downloads cannot be fetched
+# on these machines), installed when missing (chromium-driver depends on chromium); then the
+# browser test on the built site.
+BROWSER := /usr/bin/chromedriver
+$(BROWSER):
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver
+
+docs-test: docs | $(BROWSER)
+	DEEPBANDITS_REQUIRE_BROWSER=1 $(PY) -m pytest -p no:cacheprovider tests/test_docs_browser.py
+
+dist: $(DOCS_STAMP)
+	$(PY) -m build --outdir dist
+
 clean:
-	rm -rf $(VENV) $(PEERS_VENV) results build src/*.egg-info
+	rm -rf $(VENV) $(PEERS_VENV) results build dist site docs/generated src/*.egg-info

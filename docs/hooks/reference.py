@@ -20,10 +20,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File, Files
-from mkdocs.utils import get_relative_url
-
 sys.path.insert(0, str(Path(__file__).parent))
 import public_api  # a sibling file, not a package
 
@@ -36,6 +32,8 @@ ROLE = re.compile(
 
 def on_config(config: Any) -> Any:
     """Refuse to build with an undocumented public name; name the site with the version."""
+    from mkdocs.exceptions import PluginError
+
     missing = public_api.undocumented()
     if missing:
         raise PluginError(
@@ -177,16 +175,23 @@ def parameters_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-def on_files(files: Files, config: Any) -> Files:
-    """Add the generated reference pages."""
+def pages() -> dict[str, str]:
+    """``{slug: markdown}`` of every generated reference page (and the anchors they hold)."""
     entries = public_api.entries()
     ANCHORS.clear()
     for entry in entries:
         register(entry)
-    pages = {"index": index_page(entries), "policy-parameters": parameters_page()}
+    result = {"index": index_page(entries), "policy-parameters": parameters_page()}
     for slug, module_name in public_api.MODULES.items():
-        pages[slug] = module_page(slug, module_name, entries)
-    for slug, content in pages.items():
+        result[slug] = module_page(slug, module_name, entries)
+    return result
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """Add the generated reference pages."""
+    from mkdocs.structure.files import File
+
+    for slug, content in pages().items():
         files.append(File.generated(config, f"reference/{slug}.md", content=content))
     return files
 
@@ -200,8 +205,9 @@ def resolve(target: str) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
-def on_page_content(content: str, page: Any, config: Any, files: Files) -> str:
+def on_page_content(content: str, page: Any, config: Any, files: Any) -> str:
     """Sphinx roles in rendered docstrings: code, linked to their entry where there is one."""
+    from mkdocs.utils import get_relative_url
 
     def replace(match: re.Match[str]) -> str:
         tilde, target = match.group(1), html.unescape(match.group(2)).strip("()")

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -141,13 +140,15 @@ GENERATORS = {
 }
 
 
-def on_files(files: Files, config: Any) -> Files:
+def on_files(files: Any, config: Any) -> Any:
     """Add the generated results page."""
+    from mkdocs.structure.files import File
+
     files.append(File.generated(config, "results/real-datasets.md", content=real_datasets_page()))
     return files
 
 
-def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Replace each ``<!-- generated: NAME -->`` marker with its table."""
 
     def replace(match: re.Match[str]) -> str:

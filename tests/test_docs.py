@@ -1,0 +1,193 @@
+"""The documentation's sources, without building the site (``make docs`` builds it; the browser
+test opens it): every public name has a docstring, every page and include exists, the generated
+tables show the numbers of the files they read, the guide's example runs, and the package's
+citation metadata agree."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+HOOKS = DOCS / "hooks"
+
+
+def hook(name: str) -> ModuleType:
+    """A module of ``docs/hooks`` (a folder of MkDocs hooks, not a package)."""
+    if str(HOOKS) not in sys.path:
+        sys.path.insert(0, str(HOOKS))
+    spec = importlib.util.spec_from_file_location(f"docs_hook_{name}", HOOKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def nav_pages() -> list[str]:
+    """Every page path named in mkdocs.yml's nav (the gallery's folder included)."""
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = text.split("\nnav:\n", 1)[1]
+    entry = r"^\s*-\s*(?:[^:\n]+:\s*)?([\w./-]+(?:\.md|/gallery))\s*$"
+    return re.findall(entry, nav, re.MULTILINE)
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    public_api = hook("public_api")
+    assert public_api.undocumented() == []
+
+
+def test_the_docstring_check_finds_a_missing_docstring() -> None:
+    public_api = hook("public_api")
+
+    def bare(x: int) -> int:
+        return x
+
+    class Bare:
+        pass
+
+    assert public_api.own_docstring(bare) is None
+    assert public_api.own_docstring(Bare) is None  # not object's inherited docstring
+    assert public_api.needs_docstring(Bare) and not public_api.needs_docstring(3)
+
+
+def test_every_documented_module_has_a_page_in_the_nav() -> None:
+    public_api = hook("public_api")
+    pages = nav_pages()
+    for slug in [*public_api.MODULES, "index", "policy-parameters"]:
+        assert f"reference/{slug}.md" in pages, slug
+
+
+def test_every_page_of_the_nav_exists_or_is_generated() -> None:
+    generated = {"results/real-datasets.md"} | {
+        p for p in nav_pages() if p.startswith("reference/")
+    }
+    missing = [
+        p
+        for p in nav_pages()
+        if p not in generated and not p.endswith("/gallery") and not (DOCS / p).is_file()
+    ]
+    assert missing == []
+
+
+def test_snippets_and_generated_blocks_name_files_and_tables_that_exist() -> None:
+    results = hook("results")
+    for page in DOCS.rglob("*.md"):
+        if "generated" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        for include in re.findall(r'^--8<-- "([^"]+)"', text, re.MULTILINE):
+            assert (ROOT / include).is_file(), f"{page}: {include}"
+        for name in re.findall(r"<!-- generated: ([a-z-]+) -->", text):
+            assert name in results.GENERATORS, f"{page}: {name}"
+
+
+def test_real_dataset_tables_show_the_means_of_the_recorded_runs() -> None:
+    results = hook("results")
+    page = results.real_datasets_page()
+    runs = pd.read_csv(ROOT / "benchmarks/results/real_shuttle_runs.csv")
+    sigma = runs[runs["policy"] == "neural-sigma2-linucb"]["final_regret"]
+    expected = f"{sigma.mean():,.0f} ± {sigma.std(ddof=0):,.0f}"
+    shuttle = page.split("\n## shuttle", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in shuttle.splitlines() if line.startswith("| neural-sigma2-linucb"))
+    assert expected in row
+    assert page.count("\n## ") == len(list((ROOT / "benchmarks/results").glob("real_*.csv"))) + 1
+
+
+def test_demo_table_is_the_demo_summary_file() -> None:
+    results = hook("results")
+    table = results.demo_summary_table()
+    summary = pd.read_csv(ROOT / "benchmarks/results/demo_summary.csv")
+    for row in summary.itertuples(index=False):
+        assert f"| {row.policy} | {row.seeds} | {row.T} | {row.final_regret_mean:.1f} ±" in table
+
+
+def test_experiments_table_lists_every_shipped_config() -> None:
+    results = hook("results")
+    table = results.experiments_table()
+    configs = sorted((ROOT / "src/deepbandits/experiments/configs").glob("*.toml"))
+    assert configs
+    for path in configs:
+        assert f"| `{path.stem}` |" in table
+
+
+def test_reference_pages_document_every_public_name_once() -> None:
+    reference = hook("reference")
+    public_api = hook("public_api")
+    pages = reference.pages()
+    directives = re.findall(r"^::: (\S+)$", "\n".join(pages.values()), re.MULTILINE)
+    entries = [e for e in public_api.entries() if not hasattr(e.obj, "__path__")]
+    documented = {d for d in directives if d not in public_api.MODULES.values()}
+    assert {e.identifier for e in entries} <= documented
+    assert len(directives) == len(set(directives))
+
+
+def test_roles_in_docstrings_become_code_linked_to_their_entry() -> None:
+    reference = hook("reference")
+    reference.pages()  # registers the anchors
+
+    class Page:
+        url = "guides/live/"
+
+    html = reference.on_page_content(
+        "see :func:<code>~deepbandits.experiments.run</code> and :mod:<code>nowhere.x</code>",
+        Page(),
+        None,
+        None,
+    )
+    assert (
+        '<a href="../../reference/experiments/#deepbandits.experiments.run"><code>run</code></a>'
+        in html
+    )
+    assert "<code>nowhere.x</code>" in html and ":mod:" not in html
+
+
+def test_the_extending_guide_example_runs() -> None:
+    text = (DOCS / "guides/extending.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- example: new-policy -->\s*```python\n(.*?)```", text, re.DOTALL)
+    assert match
+    namespace: dict[str, object] = {}
+    exec(compile(match.group(1), "extending.md", "exec"), namespace)
+    assert namespace["result"].final_regret > 0  # type: ignore[attr-defined]
+
+
+def test_examples_have_a_gallery_title_and_run_briefly() -> None:
+    examples = sorted((ROOT / "examples").glob("plot_*.py"))
+    assert len(examples) >= 6
+    for path in examples:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+        assert doc and doc.lstrip().startswith("# "), path.name
+
+
+def test_citation_license_and_version_agree_with_the_package_metadata() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    citation = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    assert re.search(rf"^version: {re.escape(project['version'])}$", citation, re.MULTILINE)
+    assert "Variance-Aware Linear UCB with Deep Representation" in citation
+    assert project["license"] == "MIT" and "MIT License" in (ROOT / "LICENSE").read_text()
+    assert any("Paper" in key for key in project["urls"])
+    assert "docs" in project["optional-dependencies"]
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["getting-started.md", "guides/own-data.md", "guides/reproducing.md", "guides/live.md"],
+)
+def test_pages_show_commands_that_exist(page: str) -> None:
+    """Every ``deepbandits SUBCOMMAND`` a guide shows is a subcommand of the CLI."""
+    from deepbandits.cli.parser import build_parser
+
+    parser = build_parser()
+    commands = set(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    text = (DOCS / page).read_text(encoding="utf-8")
+    used = set(re.findall(r"^\s*deepbandits ([a-z][a-z-]*)", text, re.MULTILINE))
+    assert used and used <= commands
