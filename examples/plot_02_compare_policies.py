@@ -1,12 +1,13 @@
 """
 # Comparing policies over seeds, with a plot
 
-`db.compare` runs every policy on every seed (in worker processes with `jobs=2`), writes each
-run to a results folder as it finishes (so an interrupted comparison resumes) and returns the
-summary table. `db.load_results` reads every run of the folder back as one DataFrame, one row
-per round, from which the plot below draws the mean cumulative regret with a band of ± one
-standard deviation over the seeds. This is `deepbandits compare` from Python; the command line
-is in the comment at the end.
+`db.compare` runs every policy on every seed, writes each run to a results folder as it
+finishes (so an interrupted comparison resumes) and returns the summary table. `jobs=2` would
+run them in two worker processes; a script that does so must make the call under
+`if __name__ == "__main__":`, as Python's multiprocessing requires. `db.load_results` reads
+every run of the folder back as one DataFrame, one row per round, from which the plot below
+draws the mean cumulative regret with a band of ± one standard deviation over the seeds. This is
+`deepbandits compare` from Python; the command line is in the comment at the end.
 """
 
 import tempfile
@@ -16,9 +17,9 @@ import matplotlib.pyplot as plt
 import deepbandits as db
 
 out = tempfile.mkdtemp(prefix="deepbandits-compare-")
-policies = ["linucb", "neural-linucb:train_steps=100", "neural-sigma2-linucb:train_steps=100"]
-summary = db.compare(policies, "h1", seeds=[0, 1], T=2000, out=out, jobs=2, progress=False)
-print(summary.to_string(index=False))
+policies = ["linucb", "neural-linucb", "neural-sigma2-linucb"]
+summary = db.compare(policies, "h1", seeds=[0, 1], T=3000, out=out, jobs=1, progress=False)
+print(summary.round(2).to_string(index=False))
 
 # %%
 # Every run is in `out`: `<policy>/seed_<s>.csv` with one row per round, and `seed_<s>.json`
@@ -45,5 +46,5 @@ plt.show()
 #
 # ```bash
 # deepbandits compare --env h1 --policy linucb neural-linucb neural-sigma2-linucb \
-#     --T 2000 --seeds 0-1 --jobs 2 --out results/h1
+#     --T 3000 --seeds 0-1 --jobs 2 --out results/h1
 # ```
