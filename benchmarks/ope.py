@@ -182,7 +182,8 @@ def main() -> int:
     lines = [
         f"# Off-policy evaluation: n = {n:,} rounds, K = {K}, {n_boot:,} bootstrap resamples",
         "",
-        f"`{' '.join(['python', *sys.argv])}` on {platform.processor() or platform.machine()}, "
+        f"`{' '.join([os.path.relpath(sys.executable), *sys.argv])}` on "
+        f"{platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores, numpy {np.__version__}"
         + (f", obp {peers['version']}" if isinstance(peers, dict) else f"; {peers}"),
         "",

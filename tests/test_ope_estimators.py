@@ -9,7 +9,13 @@ import pytest
 
 import deepbandits as db
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.ope import SupportWarning, evaluate, make_log, policy_probabilities
+from deepbandits.ope import (
+    SupportWarning,
+    cross_fitted_rewards,
+    evaluate,
+    make_log,
+    policy_probabilities,
+)
 from deepbandits.ope.bootstrap import poisson1_counts, resampled_sums
 from deepbandits.ope.estimators import (
     effective_sample_size,
@@ -209,3 +215,27 @@ def test_library_policy_probabilities_are_its_decision_propensities():
     for t in range(100, 200):
         d = policy.decide(sim.log.round_contexts(t))
         assert probs[t, d.arm] == pytest.approx(d.propensity, rel=1e-12)
+
+
+@pytest.mark.parametrize("model", ["ridge", "hgb", "network"])
+def test_cross_fitted_reward_models_learn_the_means(model):
+    sim = simulate_log(linear_env(), 600, logging="uniform", seed=0)
+    q = cross_fitted_rewards(sim.log, model, n_folds=3, seed=0)
+    assert q.shape == (600, 4)
+    assert np.corrcoef(q.ravel(), sim.expected_rewards.ravel())[0, 1] > 0.8
+
+
+def test_reward_model_for_clicks_and_bad_models():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 3))
+    a = rng.integers(0, 2, 400)
+    clicks = (rng.random(400) < np.where(a == 1, 0.8, 0.1)).astype(float)
+    log = make_log(X, a, clicks, np.full(400, 0.5), n_actions=2)
+    q = cross_fitted_rewards(log, "auto", n_folds=2)  # logistic for {0, 1} rewards
+    assert ((q >= 0) & (q <= 1)).all() and q[:, 1].mean() > q[:, 0].mean() + 0.5
+    with pytest.raises(InputValueError, match="unknown reward_model"):
+        cross_fitted_rewards(log, "forest")
+    with pytest.raises(InputTypeError, match="reward_model"):
+        cross_fitted_rewards(log, object())
+    with pytest.raises(InputValueError, match="n_folds"):
+        cross_fitted_rewards(log, "ridge", n_folds=401)

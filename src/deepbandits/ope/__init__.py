@@ -11,20 +11,30 @@ decision service's export) or :func:`simulate_log` (with the true values known).
 from deepbandits.ope.estimators import ESTIMATORS, effective_sample_size
 from deepbandits.ope.evaluate import OPEResult, evaluate
 from deepbandits.ope.log import LoggedBandit, make_log
+from deepbandits.ope.replay import ReplayResult, replay
 from deepbandits.ope.reward_model import cross_fitted_rewards
+from deepbandits.ope.simulate import SimulatedLog, simulate_log, true_value
 from deepbandits.ope.support import Support, SupportWarning
 from deepbandits.ope.target import action_distribution, policy_probabilities
+from deepbandits.ope.warm import WarmStart, learn_log
 
 __all__ = [
     "ESTIMATORS",
     "LoggedBandit",
     "OPEResult",
+    "ReplayResult",
+    "SimulatedLog",
     "Support",
     "SupportWarning",
+    "WarmStart",
     "action_distribution",
     "cross_fitted_rewards",
     "effective_sample_size",
     "evaluate",
+    "learn_log",
     "make_log",
     "policy_probabilities",
+    "replay",
+    "simulate_log",
+    "true_value",
 ]
