@@ -239,3 +239,20 @@ def test_reward_model_for_clicks_and_bad_models():
         cross_fitted_rewards(log, object())
     with pytest.raises(InputValueError, match="n_folds"):
         cross_fitted_rewards(log, "ridge", n_folds=401)
+
+
+def test_neural_policy_probabilities_and_samplers_refused():
+    from conftest import SMALL_NET, SMALL_REWARD_NET
+
+    env = linear_env()
+    sim = simulate_log(env, 150, logging="uniform", seed=4)
+    policy = db.make_policy("neural-sigma2-linucb", seed=0, epsilon=0.1, **SMALL_NET)
+    db.ope.learn_log(policy, sim.log.subset(np.arange(100)), reward_range=env.reward_range)
+    assert policy.t_ == 100
+    probs = policy_probabilities(policy, sim.log)
+    for t in range(100, 150):
+        d = policy.decide(sim.log.round_contexts(t))
+        assert probs[t, d.arm] == pytest.approx(d.propensity, rel=1e-9)
+    sampler = db.make_policy("neural-ts", seed=0, **SMALL_REWARD_NET)
+    with pytest.raises(InputValueError, match="replay"):
+        policy_probabilities(sampler, sim.log)

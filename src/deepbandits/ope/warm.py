@@ -75,6 +75,7 @@ def learn_log(
     *,
     weights: str | None = None,
     clip: float = CLIP,
+    reward_range: tuple[float, float] | None = None,
     seed: int | None = 0,
 ) -> WarmStart:
     """Teach ``policy`` the rounds of ``log`` (module notes); returns what was learned.
@@ -90,6 +91,9 @@ def learn_log(
         importance weight.
     clip : float, default=20
         Bound on 1/π₀ before normalising.
+    reward_range : (a, b), optional
+        The rewards' range, passed to every ``update`` (the σ² policies' Eq. 13 needs one when
+        the policy declares none).
     seed : int, optional
         Seeds the repetition draws.
     """
@@ -106,5 +110,5 @@ def learn_log(
     for t in np.flatnonzero(counts):
         X = log.round_contexts(int(t))
         for _ in range(counts[t]):
-            policy.update(X, int(log.actions[t]), float(log.rewards[t]))
+            policy.update(X, int(log.actions[t]), float(log.rewards[t]), reward_range=reward_range)
     return WarmStart(len(log), int(counts.sum()), w, n_clipped)
