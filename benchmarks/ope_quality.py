@@ -128,7 +128,7 @@ def warm(quick: bool) -> list[str]:
                     sim = simulate_log(e, 2000, logging="epsilon-greedy", epsilon=0.2, seed=s)
                     policy = db.make_policy("linucb", seed=s, **spec)
                     if kind != "cold":
-                        learn_log(policy, sim.log, weights=kind, seed=s)
+                        learn_log(policy, sim.log, weights=kind)
                     regret.append(play(policy, e, 1000)[-1])
                 cells.append(f"{np.mean(regret):.1f} ± {np.std(regret):.1f}")
             name = "LinUCB per arm" if spec else "LinUCB"

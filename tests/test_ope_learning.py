@@ -8,7 +8,7 @@ from deepbandits.errors import InputValueError
 from deepbandits.ope import evaluate, policy_probabilities
 from deepbandits.ope.replay import replay
 from deepbandits.ope.simulate import simulate_log, true_value
-from deepbandits.ope.warm import learn_log, repetitions
+from deepbandits.ope.warm import learn_log
 
 K, T = 4, 300
 
@@ -80,7 +80,7 @@ def test_warm_start_lowers_the_first_1000_rounds_regret():
             sim = simulate_log(env, 2000, logging="epsilon-greedy", epsilon=0.2, seed=s)
             policy = db.make_policy("linucb", seed=s)
             if kind != "cold":
-                done = learn_log(policy, sim.log, weights=kind, clip=20.0, seed=s)
+                done = learn_log(policy, sim.log, weights=kind, clip=20.0)
                 assert done.n_rounds == 2000
             regret[kind].append(play_online(policy, env, 1000)[-1])  # env continues the log
     cold = np.mean(regret["cold"])
@@ -100,14 +100,17 @@ def test_warm_start_lowers_the_first_1000_rounds_regret():
     assert truths["warm"] > truths["cold"] + 0.2 and values["warm"] > values["cold"] + 0.2
 
 
-def test_ips_weights_are_clipped_normalised_and_repeated_in_expectation():
+def test_ips_weights_are_clipped_normalised_and_enter_the_ridge_exactly():
     sim = simulate_log(env_of(0), 500, logging="softmax", temperature=0.2, seed=0)
-    done = learn_log(db.make_policy("linucb"), sim.log, weights="ips", clip=5.0)
+    policy = db.make_policy("linucb", lam=1.0)
+    done = learn_log(policy, sim.log, weights="ips", clip=5.0)
     assert done.weights.mean() == pytest.approx(1.0)
     assert done.n_clipped == int((1 / sim.log.propensities > 5.0).sum()) > 0
-    w = np.full(100_000, 1.3)
-    counts = repetitions(w, np.random.default_rng(0))
-    assert set(np.unique(counts)) == {1, 2} and counts.mean() == pytest.approx(1.3, abs=0.01)
+    X = np.stack([sim.log.round_contexts(t)[a] for t, a in enumerate(sim.log.actions)])
+    expected = np.eye(X.shape[1]) + (X * done.weights[:, None]).T @ X  # λI + Σ w x xᵀ
+    np.testing.assert_allclose(policy.ridge_.A[0], expected, rtol=1e-9)
+    with pytest.raises(InputValueError, match="weight"):
+        learn_log(db.make_policy("neural-ucb", hidden=8), sim.log, weights="ips")
     with pytest.raises(InputValueError, match="weights"):
         learn_log(db.make_policy("linucb"), sim.log, weights="snips")
     with pytest.raises(InputValueError, match="clip"):

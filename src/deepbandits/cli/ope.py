@@ -294,7 +294,7 @@ def _trained_policy(log: Any, spec: str, args: argparse.Namespace) -> tuple[Any,
     policy = make_policy(name, **kw)
     train, test = log.split(args.train_fraction, seed=None)
     weights = None if args.warm_weights == "none" else "ips"
-    done = learn_log(policy, train, weights=weights, seed=args.seed)
+    done = learn_log(policy, train, weights=weights)
     note = (
         f"{spec} learned the first {len(train)} rounds ({done.n_updates} updates"
         f"{', IPS-weighted' if weights else ''}) and is evaluated on the last {len(test)}"

@@ -9,11 +9,10 @@ wₜ = min(1/π₀(aₜ | xₜ), clip), normalised to mean 1 (Strehl, Langford, 
 Section 3; the clip bounds the variance, Ionides 2008). The regression then sees the arms as a
 uniform logging policy would have shown them, instead of crowding on the logging policy's
 favourites; without weights it is the policy's ordinary (possibly weighted by its own σ²)
-ridge. As ``update`` takes no observation weight, a weight is realised by repetition: round t
-is learned ⌊wₜ⌋ times and once more with probability wₜ − ⌊wₜ⌋, so that its expected count in
-every sum the policy keeps (A = λI + Σ φφᵀ, b = Σ rφ, the network's history) is wₜ. A public
-observation weight on ``update`` (multiplying the σ² weight 1/σ̄² of the ridge family) would
-make this exact, through the one weight path of the weighted ridge.
+ridge. The weight goes through ``update(..., weight=wₜ)``, which multiplies the ridge family's
+σ² weight 1/σ̄² (Eq. 10): one weight path, into every sum the policy keeps (A = λI + Σ wφφᵀ,
+b = Σ wrφ, the network's history). Policies outside the ridge family learn every reward at
+weight 1 and refuse ``weights="ips"``.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from deepbandits._validation import check_positive, check_seed
+from deepbandits._validation import check_positive
 from deepbandits.errors import InputValueError
 from deepbandits.ope.log import LoggedBandit
 from deepbandits.policies.policy import Policy
@@ -43,7 +42,7 @@ class WarmStart:
     n_rounds : int
         Logged rounds read.
     n_updates : int
-        Updates made (rounds × their repetitions).
+        Updates made (one per round).
     weights : ndarray or None
         The normalised weights wₜ (None without weighting).
     n_clipped : int
@@ -63,12 +62,6 @@ def importance_weights_clipped(propensities: Array, clip: float) -> tuple[Array,
     return clipped / clipped.mean(), int((raw > clip).sum())
 
 
-def repetitions(weights: Array, rng: np.random.Generator) -> NDArray[np.int64]:
-    """⌊w⌋ plus a Bernoulli(w − ⌊w⌋) draw per round: counts whose mean is w."""
-    base = np.floor(weights)
-    return (base + (rng.random(len(weights)) < weights - base)).astype(np.int64)
-
-
 def learn_log(
     policy: Policy,
     log: LoggedBandit,
@@ -76,7 +69,6 @@ def learn_log(
     weights: str | None = None,
     clip: float = CLIP,
     reward_range: tuple[float, float] | None = None,
-    seed: int | None = 0,
 ) -> WarmStart:
     """Teach ``policy`` the rounds of ``log`` (module notes); returns what was learned.
 
@@ -87,28 +79,25 @@ def learn_log(
     log : LoggedBandit
         The rounds, learned in order with their logged arms and rewards.
     weights : {None, "ips"}
-        None: each round once. ``"ips"``: each round in proportion to its clipped, normalised
-        importance weight.
+        None: each round at weight 1. ``"ips"``: each round at its clipped, normalised
+        importance weight (ridge-family policies).
     clip : float, default=20
         Bound on 1/π₀ before normalising.
     reward_range : (a, b), optional
         The rewards' range, passed to every ``update`` (the σ² policies' Eq. 13 needs one when
         the policy declares none).
-    seed : int, optional
-        Seeds the repetition draws.
     """
     if weights not in WEIGHTINGS:
         raise InputValueError(f"weights must be None or 'ips', but {weights!r} is given")
     clip = check_positive(clip, "clip")
     if clip < 1.0:
         raise InputValueError(f"clip bounds 1/propensity >= 1, so it must be >= 1, not {clip}")
-    rng = np.random.default_rng(check_seed(seed))
     w, n_clipped = (None, 0)
     if weights == "ips":
         w, n_clipped = importance_weights_clipped(log.propensities, clip)
-    counts = np.ones(len(log), np.int64) if w is None else repetitions(w, rng)
-    for t in np.flatnonzero(counts):
-        X = log.round_contexts(int(t))
-        for _ in range(counts[t]):
-            policy.update(X, int(log.actions[t]), float(log.rewards[t]), reward_range=reward_range)
-    return WarmStart(len(log), int(counts.sum()), w, n_clipped)
+    each = np.ones(len(log)) if w is None else w
+    for t in range(len(log)):
+        X = log.round_contexts(t)
+        arm, reward, weight = int(log.actions[t]), float(log.rewards[t]), float(each[t])
+        policy.update(X, arm, reward, reward_range=reward_range, weight=weight)
+    return WarmStart(len(log), len(log), w, n_clipped)

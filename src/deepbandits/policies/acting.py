@@ -18,7 +18,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits.encoding import BlockContexts, Contexts
 from deepbandits.errors import InputTypeError, InputValueError, NumericalError
-from deepbandits.policies.choice import check_mask, choose_arms, choose_one, tie_propensities
+from deepbandits.policies.choice import (
+    check_mask,
+    choose_arms,
+    choose_one,
+    greedy_propensities,
+    tie_propensities,
+)
 from deepbandits.policies.decision import Decision, FrozenDict, freeze
 from deepbandits.policies.evaluation import Evaluation, Observation
 from deepbandits.policies.transaction import atomic
@@ -263,6 +269,62 @@ def _record(
     )
     policy.pending_.add(decision)
     return decision
+
+
+def probabilities(
+    policy: PolicyCore, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
+) -> Array:
+    """Every arm's probability of being played by the policy as it stands: ``[K]`` for one
+    request ``[K, d]`` (``mask`` ``[K]``), ``[B, K]`` for ``B`` requests ``[B, K, d]``
+    (``mask`` ``[B, K]``).
+
+    The choice rule's numbers (:mod:`~deepbandits.policies.choice`): what each
+    :class:`~deepbandits.policies.decision.Decision`'s ``propensity`` says of the arm it
+    played. Off-policy evaluation reads a policy's action distribution here. Reads and changes
+    nothing. A policy whose index samples (Thompson sampling) has no closed form and raises
+    :class:`~deepbandits.errors.InputValueError`: evaluate it by replay.
+    """
+    if policy._samples:
+        raise InputValueError(
+            f"{type(policy).__name__} samples its index, so its action probabilities have no "
+            "closed form; evaluate it by replay (deepbandits.ope.replay) instead"
+        )
+    epsilon = policy._params["epsilon"]
+    with atomic(policy, read_only=True):
+        if isinstance(contexts, np.ndarray) and contexts.ndim == 3:
+            B, K, d = contexts.shape
+            rows = [None] * B if mask is None else list(np.asarray(mask))
+            if len(rows) != B:
+                raise InputValueError(
+                    f"mask must have one row per request ({B}), but {len(rows)} are given"
+                )
+            checked = [check_mask(m, K) for m in rows]
+            masks = None if mask is None else np.stack(checked)  # type: ignore[arg-type]
+            if B > 1 and policy._vectorised:
+                flat = policy._check(contexts.reshape(B * K, d))
+                index = policy._index(policy._evaluate_uniform(flat, B, K))
+            else:
+                index = np.stack(
+                    [
+                        _request_index(policy, policy._check(X), m)
+                        for X, m in zip(contexts, checked, strict=True)
+                    ]
+                )
+        else:
+            X = policy._check(contexts)
+            masks = check_mask(mask, X.shape[0])
+            index = _request_index(policy, X, masks)
+        probs = greedy_propensities(index, masks, epsilon)
+    if not (probs.sum(axis=-1) > 0).all():
+        raise _nan_error(policy)
+    return probs
+
+
+def _request_index(policy: PolicyCore, X: Contexts, mask: NDArray[np.bool_] | None) -> Array:
+    ev = policy._evaluate(X)
+    ev.mask = mask
+    ev.round = policy.pending_.n_decided
+    return policy._index(ev)
 
 
 def predict(policy: PolicyCore, contexts: ArrayLike) -> tuple[Array, Array]:

@@ -117,15 +117,16 @@ def tie_propensities(choice: Choice, epsilon: float) -> Array:
 
 
 def greedy_propensities(index: Array, mask: Mask, epsilon: float) -> Array:
-    """Every arm's probability under the rule for one request ``[K]``; 0 for masked arms."""
+    """Every arm's probability under the rule, for one request ``[K]`` or many ``[B, K]``
+    (``mask`` of the same shape); 0 for masked arms, and for every arm of a request whose
+    available top index is NaN."""
     scores = index if mask is None else np.where(mask, index, -np.inf)
-    top = scores.max()
-    probs = np.zeros(len(index))
-    if np.isnan(top):
-        return probs
-    ties = np.flatnonzero((scores == top) if mask is None else (scores == top) & mask)
-    probs[ties] = (1.0 - epsilon) / len(ties)
+    is_top = scores == scores.max(axis=-1, keepdims=True)  # none where the top is NaN
+    if mask is not None:
+        is_top &= mask
+    n_top = is_top.sum(axis=-1, keepdims=True)
+    probs = (1.0 - epsilon) * is_top / np.maximum(n_top, 1)
     if epsilon > 0.0:
-        available = np.ones(len(index), dtype=bool) if mask is None else mask
-        probs[available] += epsilon / available.sum()
+        available = np.ones_like(is_top) if mask is None else mask
+        probs = probs + (n_top > 0) * (epsilon * available / available.sum(axis=-1, keepdims=True))
     return probs

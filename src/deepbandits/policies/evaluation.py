@@ -76,12 +76,14 @@ class Observation(NamedTuple):
 class Feedback(NamedTuple):
     """One reward to learn, checked: what the policy observed of the arm played (an
     :class:`Observation`, or the pending :class:`~deepbandits.policies.decision.Decision`), the
-    reward, the oracle σ² given with it and the reward range in force."""
+    reward, the oracle σ² given with it, the reward range in force, and the observation's weight
+    (an importance weight; it multiplies the ridge family's 1/σ̄²)."""
 
     obs: Any
     reward: float
     sigma2: float | None = None
     reward_range: tuple[float, float] | None = None
+    weight: float = 1.0
 
 
 def context_rows(context: Any) -> Contexts:

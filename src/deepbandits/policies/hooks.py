@@ -44,6 +44,7 @@ class PolicyCore(Protocol):
     _rng: np.random.Generator
     _samples: bool
     _vectorised: bool
+    _takes_weights: bool
     _reward_range: tuple[float, float] | None
     _range_seen: tuple[Any, Any]
 

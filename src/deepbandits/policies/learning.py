@@ -35,9 +35,18 @@ def check_reward(
     reward: Any,
     sigma2: Any,
     reward_range: Any,
-) -> tuple[float, float | None, tuple[float, float] | None]:
-    """Validated reward, oracle σ² and the reward range in force (the round's, else the
-    policy's); a reward outside that range is refused."""
+    weight: Any = 1.0,
+) -> tuple[float, float | None, tuple[float, float] | None, float]:
+    """Validated reward, oracle σ², the reward range in force (the round's, else the
+    policy's) and the observation's weight; a reward outside that range is refused, and a
+    weight other than 1 by a policy that learns every reward alike."""
+    if not (type(weight) is float and weight == 1.0):
+        weight = check_positive(weight, "weight", allow_zero=True, bound=MAX_ABS_INPUT)
+        if weight != 1.0 and not policy._takes_weights:
+            raise InputValueError(
+                f"{type(policy).__name__} learns every reward at weight 1, but weight={weight}"
+                " is given; observation weights need a policy of the ridge family"
+            )
     if not (type(reward) is float and -MAX_ABS_INPUT <= reward <= MAX_ABS_INPUT):
         reward = check_finite_scalar(reward, "reward", bound=MAX_ABS_INPUT)
     if sigma2 is not None:
@@ -54,7 +63,7 @@ def check_reward(
         raise InputValueError(
             f"reward {reward} is outside the reward range [{bounds[0]}, {bounds[1]}]"
         )
-    return reward, sigma2, bounds
+    return reward, sigma2, bounds, weight
 
 
 def _plain_rewards(policy: PolicyCore, rewards: ArrayLike) -> bool:
@@ -77,6 +86,7 @@ def update(
     *,
     sigma2: float | None = None,
     reward_range: tuple[float, float] | None = None,
+    weight: float = 1.0,
 ) -> Learned:
     """Learn from the round just played (the synchronous shortcut of :meth:`learn`).
 
@@ -94,6 +104,9 @@ def update(
     reward_range : (a, b), optional
         This round's reward range; overrides the policy's ``reward_range`` (dynamic ranges,
         Fig. ab_dynamic (b)). A reward outside the range in force is refused.
+    weight : float, default=1.0
+        The observation's weight (≥ 0; an importance weight when learning from a log), which
+        multiplies the ridge family's 1/σ̄²; the other policies take only 1.
 
     Returns
     -------
@@ -103,7 +116,7 @@ def update(
     with atomic(policy):
         X = policy._check(contexts)
         arm = check_arm(arm, X.shape[0])
-        checked = check_reward(policy, reward, sigma2, reward_range)
+        checked = check_reward(policy, reward, sigma2, reward_range, weight)
         return _learn_one(policy, Feedback(policy._observe(X, arm, None), *checked))
 
 
@@ -120,20 +133,21 @@ def learn(
     *,
     sigma2: float | None = None,
     reward_range: tuple[float, float] | None = None,
+    weight: float = 1.0,
 ) -> Learned:
     """Learn the reward of a pending decision (given as the Decision or its id).
 
     The update uses what the policy saw when it decided (the decision's context and
     features), whatever it has learned since. A decision takes one reward: a second one, or a
     reward for an expired or unknown decision, raises
-    :class:`~deepbandits.errors.DecisionError` and changes nothing. ``sigma2`` and
-    ``reward_range`` are as in :meth:`update`. Returns what the update did
+    :class:`~deepbandits.errors.DecisionError` and changes nothing. ``sigma2``,
+    ``reward_range`` and ``weight`` are as in :meth:`update`. Returns what the update did
     (:class:`~deepbandits.policies.evaluation.Learned`).
     """
     now = time.time()
     latest = policy.pending_.n_decided - 1
     found = policy.pending_.lookup(decision, latest, now)
-    checked = check_reward(policy, reward, sigma2, reward_range)
+    checked = check_reward(policy, reward, sigma2, reward_range, weight)
     with atomic(policy):
         learned = _learn_one(policy, Feedback(found, *checked))
     policy.pending_.pop(found.id)
@@ -148,6 +162,7 @@ def learn_batch(
     *,
     sigma2: Sequence[float | None] | None = None,
     reward_ranges: Sequence[tuple[float, float] | None] | None = None,
+    weights: ArrayLike | None = None,
 ) -> Learned | None:
     """Learn the rewards of several pending decisions at once, in the order given.
 
@@ -157,7 +172,8 @@ def learn_batch(
     observation weights (σ̂² of Eq. 13) computed from θ as it is at the call and the
     discounts (``discount``) applied at their rounds; its network trains at most once, at
     the end, if its schedule has a training within the batch. The other policies learn the
-    rewards one by one, in order (their networks train at the scheduled rounds). Returns what
+    rewards one by one, in order (their networks train at the scheduled rounds). ``sigma2``,
+    ``reward_ranges`` and ``weights`` give each reward's (as in :meth:`update`). Returns what
     learning the batch did (None for an empty batch).
     """
     if not isinstance(decisions, Sequence) or isinstance(decisions, str):
@@ -174,7 +190,11 @@ def learn_batch(
             f"{reward_array.shape} is given"
         )
     rewards_list = list(reward_array)
-    for name, values in (("sigma2", sigma2), ("reward_ranges", reward_ranges)):
+    for name, values in (
+        ("sigma2", sigma2),
+        ("reward_ranges", reward_ranges),
+        ("weights", weights),
+    ):
         if values is not None and (
             not isinstance(values, Sequence | np.ndarray) or isinstance(values, str)
         ):
@@ -184,10 +204,11 @@ def learn_batch(
             )
     s2 = [None] * n if sigma2 is None else list(sigma2)
     ranges = [None] * n if reward_ranges is None else list(reward_ranges)
-    if len(s2) != n or len(ranges) != n:
+    ws = [1.0] * n if weights is None else list(weights)  # type: ignore[arg-type]
+    if len(s2) != n or len(ranges) != n or len(ws) != n:
         raise InputValueError(
-            f"sigma2 and reward_ranges must have one entry per decision ({n}), but "
-            f"{len(s2)} and {len(ranges)} are given"
+            f"sigma2, reward_ranges and weights must have one entry per decision ({n}), but "
+            f"{len(s2)}, {len(ranges)} and {len(ws)} are given"
         )
     if n == 0:
         return None
@@ -198,7 +219,12 @@ def learn_batch(
     if len(set(ids)) != n:
         twice = next(i for i in ids if ids.count(i) > 1)
         raise DecisionError(f"decision {twice} appears twice: a decision takes one reward")
-    if sigma2 is None and reward_ranges is None and _plain_rewards(policy, rewards):
+    if (
+        sigma2 is None
+        and reward_ranges is None
+        and weights is None
+        and _plain_rewards(policy, rewards)
+    ):
         bounds = policy._reward_range  # every reward checked at once (what check_reward does)
         batch = [
             Feedback(obs, r, None, bounds)
@@ -206,8 +232,8 @@ def learn_batch(
         ]
     else:
         batch = [
-            Feedback(obs, *check_reward(policy, r, v, b))
-            for obs, r, v, b in zip(found, rewards_list, s2, ranges, strict=True)
+            Feedback(obs, *check_reward(policy, r, v, b, w))
+            for obs, r, v, b, w in zip(found, rewards_list, s2, ranges, ws, strict=True)
         ]
     policy._check_learn_many(n)
     with atomic(policy):

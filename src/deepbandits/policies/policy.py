@@ -76,6 +76,8 @@ class Policy(ABC):
     _samples: ClassVar[bool] = False
     #: Whether a batch of requests of one shape is scored and chosen as arrays.
     _vectorised: ClassVar[bool] = False
+    #: Whether learning takes an observation weight other than 1 (``update(..., weight=)``).
+    _takes_weights: ClassVar[bool] = False
     #: The last reward range passed as a tuple, and its checked value (a tuple never changes).
     _range_seen: tuple[Any, Any] = (None, None)
     _reward_range: tuple[float, float] | None = None
@@ -266,6 +268,7 @@ class Policy(ABC):
     decide = acting.decide
     decide_batch = acting.decide_batch
     predict = acting.predict
+    probabilities = acting.probabilities
     update = learning.update
     learn = learning.learn
     learn_batch = learning.learn_batch

@@ -76,6 +76,7 @@ class RidgeUCB(Policy):
         "horizon": HORIZON_SPEC,
     }
     block_contexts: ClassVar[bool] = True
+    _takes_weights: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -303,7 +304,7 @@ class RidgeUCB(Policy):
     def _learn(self, feedback: Feedback) -> Learned:
         """One reward: the rank-one update of its head (Eq. 10), weighted by 1/σ̄²ₜ."""
         (sigma2_bar, sigma2_hat), obs = self._weights([feedback])[0], feedback.obs
-        weight = 1.0 / sigma2_bar
+        weight = feedback.weight / sigma2_bar
         if hasattr(self.explore, "learn"):
             self.explore.learn(obs, feedback.reward)
         self.head.learn_one(obs.features, feedback.reward, weight, obs.head, self.t_)  # type: ignore[arg-type]
@@ -322,7 +323,7 @@ class RidgeUCB(Policy):
         phis = np.stack([fb.obs.features for fb in batch])
         heads = np.array([fb.obs.head for fb in batch], dtype=np.int64)
         rewards = np.array([fb.reward for fb in batch], dtype=np.float64)
-        weights = [1.0 / u[0] for u in used]
+        weights = [fb.weight / u[0] for fb, u in zip(batch, used, strict=True)]
         if hasattr(self.explore, "learn"):
             self.explore.learn(batch[0].obs, batch[0].reward)
         self.head.learn(phis, rewards, np.array(weights), heads, self.t_)
