@@ -284,6 +284,23 @@ def add_serve_parsers(sub: Any) -> None:
         default=MAX_BODY_BYTES,
         help=f"largest request body accepted, larger ones get 413 (default: {MAX_BODY_BYTES})",
     )
+    p_serve.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local: one process; ray: --replicas replicas on Ray Serve, each with its own log "
+        "in STATE/replica-<i>, sharing what they learn by merge rounds (default: local)",
+    )
+    p_serve.add_argument(
+        "--replicas", type=positive_int, default=2, help="replicas of --backend ray (default: 2)"
+    )
+    p_serve.add_argument(
+        "--merge-every",
+        type=float,
+        default=10.0,
+        help="seconds between merge rounds of --backend ray; 0: only on POST /v1/merge "
+        "(default: 10)",
+    )
 
     p_export = sub.add_parser(
         "export-log",

@@ -20,6 +20,10 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def serve_command(args: argparse.Namespace) -> int:
     """``deepbandits serve``: open (or create) the state folder, recover it, and serve it until
     SIGINT or SIGTERM; a checkpoint is written on the way out."""
+    if args.backend == "ray":
+        from deepbandits.serve.ray_run import serve_ray
+
+        return serve_ray(args)
     from deepbandits.serve.app import create_app
     from deepbandits.serve.server import bind, is_loopback, run, url_of
     from deepbandits.serve.state import ServiceState
