@@ -1,4 +1,4 @@
-"""The README's example of adding a policy from parts runs, and the parts behave as documented."""
+"""The extending guide's example of a policy from parts runs; the parts behave as documented."""
 
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ from deepbandits.policies import (
 )
 from deepbandits.policies.policy import Policy
 
-README = Path(__file__).parents[1] / "README.md"
+GUIDE = Path(__file__).parents[1] / "docs" / "guides" / "extending.md"
 
 
 def readme_example(marker: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    text = GUIDE.read_text(encoding="utf-8")
     match = re.search(rf"<!-- example: {marker} -->\s*```python\n(.*?)```", text, re.DOTALL)
-    assert match, f"README has no example {marker!r}"
+    assert match, f"the extending guide has no example {marker!r}"
     return match.group(1)
 
 

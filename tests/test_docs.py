@@ -198,3 +198,18 @@ def test_pages_show_commands_that_exist(page: str) -> None:
     text = (DOCS / page).read_text(encoding="utf-8")
     used = set(re.findall(r"^\s*deepbandits ([a-z][a-z-]*)", text, re.MULTILINE))
     assert used and used <= commands
+
+
+def test_the_readme_ten_lines_run(tmp_path: Path) -> None:
+    """The front page's example runs as written (with a shorter horizon)."""
+    import subprocess
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Ten lines") :]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    assert "T=2000" in code
+    script = tmp_path / "ten.py"
+    script.write_text(code.replace("T=2000", "T=200"), encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout.strip()) > 0.0  # the final regret it prints
