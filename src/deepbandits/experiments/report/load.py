@@ -80,16 +80,21 @@ def load_run(stem: Path) -> RunResult:
     return run
 
 
+def _read_json(path: Path) -> Any:
+    """The JSON value in ``path`` (None when there is no such file); unreadable → DataError."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
+
+
 def load_reference(folder: Path) -> dict[str, Any] | None:
     """The folder's :data:`REFERENCE_FILE`, or ``None`` when it has none."""
     path = folder / REFERENCE_FILE
-    if not path.exists():
-        return None
-    try:
-        reference = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read {path}: {exc}") from None
-    if not isinstance(reference, dict):
+    reference = _read_json(path)
+    if reference is not None and not isinstance(reference, dict):
         raise DataError(f"{path}: expected a JSON object, got {type(reference).__name__}")
     return reference
 
@@ -97,13 +102,7 @@ def load_reference(folder: Path) -> dict[str, Any] | None:
 def is_quick(results: Path) -> bool:
     """Whether ``results`` holds an experiment run at its smoke-test scale (``--quick``), as its
     :data:`EXPERIMENT_FILE` records; False without one."""
-    path = results / EXPERIMENT_FILE
-    if not path.is_file():
-        return False
-    try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read {path}: {exc}") from None
+    recorded = _read_json(results / EXPERIMENT_FILE)
     return isinstance(recorded, dict) and recorded.get("quick") is True
 
 
