@@ -50,6 +50,7 @@ from deepbandits.linalg.rank_one import (
     EPS,
     batched_theta,
     exact_inverse,
+    outer,
     rank_one_gain,
     rank_one_step,
     sherman_morrison_update,
@@ -163,10 +164,10 @@ class RidgeState:
         if in_place:
             torch.from_numpy(A).addr_(xt, xt, alpha=weight)
         else:
-            outer = x[:, None] * x
+            xx = outer(x)
             if weight != 1.0:  # w·(xxᵀ), the same numbers as the product with w = 1 skipped
-                outer *= weight
-            A += outer
+                xx *= weight
+            A += xx
         exact = exact_inverse(A, self._lams[head], drifted) if refresh else None
         if exact is not None:
             A_inv[...] = exact
@@ -177,7 +178,7 @@ class RidgeState:
         self.drift[head] = drift if exact is None else 0.0
         b = self.b[head]
         b += (weight * reward) * x
-        np.matmul(A_inv, b, out=self.theta[head])
+        A_inv.dot(b, out=self.theta[head])
 
     def _check_update(self, x: Array, reward: float, weight: float, head: int) -> None:
         """Raise :class:`InputValueError` unless ``(x, reward, weight, head)`` is a valid
@@ -323,11 +324,8 @@ class RidgeState:
         ``[K, d]``, or of ``[B, K, d]`` (B requests: each one's row k on head k), on A⁻¹ itself:
         no gathered copy of the d×d matrices, one batched product per call."""
         if X.ndim == 2:  # one request: K products of one row (cheaper than einsum's set-up)
-            Xt = X[:, None, :]
-            Z = np.matmul(Xt, self.A_inv)
-            quad = np.matmul(Z, X[:, :, None]).reshape(len(X))
-            mean = np.matmul(Xt, self.theta[:, :, None]).reshape(len(X))
-            return mean, width_of(quad)
+            Z = np.vecmat(X, self.A_inv)
+            return np.vecdot(X, self.theta), width_of(np.vecdot(Z, X))
         Xt = X.transpose(1, 0, 2)  # [K, B, d]
         mean = np.matmul(Xt, self.theta[:, :, None])[..., 0]
         width = ucb_width(np.matmul(Xt, self.A_inv), Xt)

@@ -25,7 +25,7 @@ from deepbandits.policies.choice import (
     greedy_propensities,
     tie_propensities,
 )
-from deepbandits.policies.decision import Decision, FrozenDict, freeze
+from deepbandits.policies.decision import NO_EXTRA, Decision, FrozenDict, freeze
 from deepbandits.policies.evaluation import Evaluation, Observation
 from deepbandits.policies.transaction import atomic
 
@@ -229,9 +229,13 @@ def _record_uniform(
     policy: PolicyCore, columns: list[Any], ids: list[str], now: float
 ) -> list[Decision]:
     """Build the decisions of :func:`_choose_uniform`'s columns and keep them pending."""
-    t, first = policy.t_, policy.pending_.n_decided
+    t, first, new = policy.t_, policy.pending_.n_decided, tuple.__new__
+    # every field in order, without the NamedTuple's Python-level __new__ (a third of the cost)
     decisions = [
-        Decision(i, arm, p, mean, width, t, first + k, now, mask, context, features, head)
+        new(
+            Decision,
+            (i, arm, p, mean, width, t, first + k, now, mask, context, features, head, NO_EXTRA),
+        )
         for k, (i, arm, p, mean, width, mask, context, features, head) in enumerate(
             zip(ids, *columns, strict=True)
         )

@@ -94,6 +94,15 @@ def choose_one(
             "an arm scored NaN: the policy's state is not finite (contexts or rewards too large "
             "for its settings?)"
         )
+    if mask is None:  # on a list of floats: the same counts, without array temporaries
+        values = index.tolist()
+        best = values[arm]
+        n_ties = values.count(best)
+        if epsilon > 0.0 and rng.random() < epsilon:
+            arm = int(rng.choice(np.arange(len(values))))
+        elif n_ties > 1:
+            arm = int(rng.choice([k for k, v in enumerate(values) if v == best]))
+        return arm, n_ties, (1.0 - epsilon) * (values[arm] == best) / n_ties + epsilon / len(values)
     is_top = scores == top
     if mask is not None:
         is_top &= mask

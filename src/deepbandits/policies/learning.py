@@ -226,8 +226,9 @@ def learn_batch(
         and _plain_rewards(policy, rewards)
     ):
         bounds = policy._reward_range  # every reward checked at once (what check_reward does)
+        new = tuple.__new__  # Feedback's fields in order, without the NamedTuple's __new__
         batch = [
-            Feedback(obs, r, None, bounds)
+            new(Feedback, (obs, r, None, bounds, 1.0))
             for obs, r in zip(found, np.asarray(rewards, dtype=np.float64).tolist(), strict=True)
         ]
     else:

@@ -320,19 +320,17 @@ class RidgeUCB(Policy):
         if getattr(self.explore, "sequential", False) and len(batch) > 1:
             return super()._learn_many(batch)
         used = self._weights(batch)
-        phis = np.stack([fb.obs.features for fb in batch])
-        heads = np.array([fb.obs.head for fb in batch], dtype=np.int64)
-        rewards = np.array([fb.reward for fb in batch], dtype=np.float64)
+        observed = [fb.obs for fb in batch]
+        phis = np.stack([obs.features for obs in observed])
+        head_list = [obs.head for obs in observed]
+        reward_list = [fb.reward for fb in batch]
         weights = [fb.weight / u[0] for fb, u in zip(batch, used, strict=True)]
         if hasattr(self.explore, "learn"):
             self.explore.learn(batch[0].obs, batch[0].reward)
+        heads = np.array(head_list, dtype=np.int64)
+        rewards = np.array(reward_list, dtype=np.float64)
         self.head.learn(phis, rewards, np.array(weights), heads, self.t_)
-        rounds = (
-            [fb.obs.context for fb in batch],
-            [fb.reward for fb in batch],
-            weights,
-            [fb.obs.head for fb in batch],
-        )
+        rounds = ([obs.context for obs in observed], reward_list, weights, head_list)
         learned = self._after_learning(rounds, *used[-1])
         self.t_ += len(batch)
         return learned
