@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -167,6 +168,16 @@ class LocalExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextmanager
+def executor_or_local(executor: Executor | None) -> Iterator[Executor]:
+    """``executor``, or (None) a :class:`LocalExecutor` for the block, closed at its end."""
+    if executor is not None:
+        yield executor
+        return
+    with LocalExecutor() as own:
+        yield own
 
 
 #: What a :class:`Failure` of a job whose worker process died says.

@@ -38,7 +38,7 @@ from deepbandits._validation import check_int
 from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.experiments.compare import compare, label_of
 from deepbandits.experiments.config import ExperimentConfig, builtin_configs
-from deepbandits.experiments.executors import Executor, LocalExecutor
+from deepbandits.experiments.executors import Executor, executor_or_local
 from deepbandits.experiments.latency import run_latency
 from deepbandits.experiments.matched import matched_protocol, run_matched
 from deepbandits.experiments.report import REFERENCE_FILE, build_report, build_suite_report
@@ -142,11 +142,8 @@ def run_experiment(
                 f"{config.kind} experiment"
             )
         config = with_protocol(config, matched)
-    out = Path(out)
-    if executor is None:
-        with LocalExecutor() as own:
-            return _run(config, out, quick, own, force, fmt, device, progress)
-    return _run(config, out, quick, executor, force, fmt, device, progress)
+    with executor_or_local(executor) as running:
+        return _run(config, Path(out), quick, running, force, fmt, device, progress)
 
 
 def _run(
@@ -266,53 +263,34 @@ def reproduce_all(
         raise InputValueError(
             f"unknown experiment(s) {', '.join(unknown)}; expected some of {', '.join(configs)}"
         )
-    if executor is None:
-        with LocalExecutor() as own:
-            return reproduce_all(
-                root,
-                quick=quick,
-                names=chosen,
-                executor=own,
-                force=force,
-                fmt=fmt,
-                device=device,
-                progress=progress,
-            )
     entries = []
-    for i, name in enumerate(chosen, start=1):
-        config = configs[name]
-        if progress:
-            cost = config.quick_cpu_s if quick else config.full_cpu_s
-            expected = "" if cost is None else f", expected CPU time {format_duration(cost)}"
-            tqdm.write(f"[{i}/{len(chosen)}] {name}: {config.title}{expected}", file=sys.stderr)
-        entry: dict[str, Any] = {
-            "name": name,
-            "title": config.title,
-            "reproduces": list(config.reproduces),
-            "kind": config.kind,
-            "folder": root / name,
-            "status": "done",
-            "error": None,
-            "quick": quick,
-        }
-        try:
-            run_experiment(
-                config,
-                root / name,
-                quick=quick,
-                executor=executor,
-                force=force,
-                fmt=fmt,
-                device=device,
-                progress=progress,
-            )
-            (root / name / ERROR_FILE).unlink(missing_ok=True)
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:  # one experiment's failure must not stop the suite
-            entry.update(status="failed", error=f"{type(exc).__name__}: {exc}")
-            write_atomic(root / name / ERROR_FILE, "".join(traceback.format_exception(exc)))
-        entries.append(entry)
+    options = {"quick": quick, "force": force, "fmt": fmt, "device": device, "progress": progress}
+    with executor_or_local(executor) as running:
+        for i, name in enumerate(chosen, start=1):
+            config = configs[name]
+            if progress:
+                cost = config.quick_cpu_s if quick else config.full_cpu_s
+                expected = "" if cost is None else f", expected CPU time {format_duration(cost)}"
+                tqdm.write(f"[{i}/{len(chosen)}] {name}: {config.title}{expected}", file=sys.stderr)
+            entry: dict[str, Any] = {
+                "name": name,
+                "title": config.title,
+                "reproduces": list(config.reproduces),
+                "kind": config.kind,
+                "folder": root / name,
+                "status": "done",
+                "error": None,
+                "quick": quick,
+            }
+            try:
+                run_experiment(config, root / name, executor=running, **options)
+                (root / name / ERROR_FILE).unlink(missing_ok=True)
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:  # one experiment's failure must not stop the suite
+                entry.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+                write_atomic(root / name / ERROR_FILE, "".join(traceback.format_exception(exc)))
+            entries.append(entry)
     try:
         reports = build_suite_report(root, entries, root / "report")
     except Exception as exc:  # the runs are on disk; say what failed, keep the statuses

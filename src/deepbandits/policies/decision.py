@@ -49,8 +49,6 @@ from deepbandits.errors import (
 )
 
 Array = NDArray[np.float64]
-TIMEOUT_UNITS = ("decisions", "seconds")
-WHEN_FULL = ("expire-oldest", "refuse")
 
 
 class FrozenDict(dict[str, Any]):

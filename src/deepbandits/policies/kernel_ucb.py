@@ -25,13 +25,8 @@ from numpy.typing import NDArray
 
 from deepbandits._convert import as_numpy
 from deepbandits.errors import InputValueError
-from deepbandits.policies.evaluation import (
-    Evaluation,
-    Feedback,
-    Learned,
-    context_rows,
-)
-from deepbandits.policies.params import ALPHA_SPEC, LAM_SPEC, REFRESH_EVERY_SPEC, Spec
+from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, context_rows
+from deepbandits.policies.params import ALPHA_SPEC, LAM_SPEC, REFRESH_EVERY_SPEC, Spec, given_params
 from deepbandits.policies.policy import Policy
 from deepbandits.policies.space import ALPHA, Param, log_float
 
@@ -134,17 +129,7 @@ class KernelUCB(Policy):
         seed: int | None = None,
         **options: Any,
     ) -> None:
-        super().__init__(
-            alpha=alpha,
-            lam=lam,
-            kernel=kernel,
-            lengthscale=lengthscale,
-            max_history=max_history,
-            overflow=overflow,
-            refresh_every=refresh_every,
-            seed=seed,
-            **options,
-        )
+        super().__init__(**given_params(locals(), "options"))
 
     def _initialize(self, X: Array) -> None:
         self.X_ = np.empty((0, X.shape[1]))

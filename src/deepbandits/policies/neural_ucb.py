@@ -38,18 +38,14 @@ from deepbandits.networks.learner import (
     seeded_generator,
 )
 from deepbandits.networks.mlp import add_outer_, as_input
-from deepbandits.policies.evaluation import (
-    Evaluation,
-    Feedback,
-    Learned,
-    context_rows,
-)
+from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, context_rows
 from deepbandits.policies.params import (
     ALPHA_SPEC,
     LAM_SPEC,
     NETWORK_SPECS,
     REFRESH_EVERY_SPEC,
     Spec,
+    given_params,
 )
 from deepbandits.policies.parts.explore import UCB, Situation, Thompson, thompson_scale
 from deepbandits.policies.policy import Policy
@@ -125,17 +121,7 @@ class NeuralGradientBandit(Policy):
         seed: int | None = None,
         **network_params: Any,
     ) -> None:
-        super().__init__(
-            exploration=exploration,
-            mode=mode,
-            alpha=alpha,
-            lam=lam,
-            max_full_params=max_full_params,
-            propensity_samples=propensity_samples,
-            refresh_every=refresh_every,
-            seed=seed,
-            **{**NETWORK_PARAMS, **network_params},
-        )
+        super().__init__(**given_params(locals(), "network_params", NETWORK_PARAMS))
 
     def _check_parts(self) -> None:
         p = self._params

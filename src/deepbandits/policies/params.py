@@ -188,6 +188,17 @@ def accepts(spec: Spec, value: Any) -> bool:
     return True
 
 
+def given_params(
+    frame: dict[str, Any], rest: str, defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The keywords a policy's constructor was called with, from its ``locals()`` (taken first
+    thing): its named parameters in order, then ``defaults``, then what it collected in
+    ``**rest``. A constructor passes them on to :class:`~deepbandits.policies.policy.Policy`
+    without writing each keyword a second time."""
+    named = {k: v for k, v in frame.items() if k not in ("self", "__class__", rest)}
+    return {**named, **(defaults or {}), **frame[rest]}
+
+
 def merge_specs(classes: tuple[type, ...]) -> dict[str, Spec]:
     """The ``param_specs`` a class's MRO ``classes`` declare, the most derived winning."""
     merged: dict[str, Spec] = {}

@@ -264,14 +264,19 @@ class Policy(ABC):
             part.load_state_dict(state[name])
 
     # ------------------------------------------------------------------ the public calls
+    # acting (one path per request, one choice rule)
     select = acting.select
     decide = acting.decide
     decide_batch = acting.decide_batch
     predict = acting.predict
     probabilities = acting.probabilities
+
+    # learning (one reward check, one update path)
     update = learning.update
     learn = learning.learn
     learn_batch = learning.learn_batch
+
+    # replicas and checkpoints
     merge = merging.merge
     state_dict = checkpoint.state_dict
     load_state_dict = checkpoint.load_state_dict

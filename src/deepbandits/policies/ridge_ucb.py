@@ -207,7 +207,7 @@ class RidgeUCB(Policy):
     def theory_inputs(self) -> TheoryInputs:
         """The inputs of Theorem 4.1's αₜ as the policy stands."""
         return TheoryInputs(
-            dim=self.dim_,
+            d=self.dim_,
             sigma2_bar=self.last_sigma2_bar_,
             lam=self.head.lam,
             R=self.variance.R,

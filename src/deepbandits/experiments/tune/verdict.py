@@ -8,7 +8,7 @@ worse there. :func:`judge` says so rather than leaving the user to read it off t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import pandas as pd
 
@@ -61,13 +61,7 @@ class Verdict:
 
     def to_dict(self) -> dict[str, object]:
         """The verdict as ``tune.json`` records it."""
-        return {
-            "untuned_mean": self.untuned_mean,
-            "tuned_mean": self.tuned_mean,
-            "same_setting": self.same_setting,
-            "beats_untuned": self.beats_untuned,
-            "message": self.message,
-        }
+        return {**asdict(self), "beats_untuned": self.beats_untuned, "message": self.message}
 
 
 def judge(summary: pd.DataFrame, untuned_spec: str, tuned_spec: str, same_setting: bool) -> Verdict:

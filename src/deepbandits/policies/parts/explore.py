@@ -26,17 +26,18 @@ from deepbandits.formulas import theory_alpha
 from deepbandits.policies.choice import greedy_propensities
 from deepbandits.policies.evaluation import Evaluation
 from deepbandits.policies.params import DELTA_SPEC, M_SPEC, THEORY_ALPHA_SPEC, Spec
-from deepbandits.policies.parts.part import Part
+from deepbandits.policies.parts.part import Part, part
 
 Array = NDArray[np.float64]
 Mask = NDArray[np.bool_] | None
 
 
 class TheoryInputs(NamedTuple):
-    """The inputs of Theorem 4.1's αₜ besides t, δ, M and K: feature dimension, σ̄² of the last
-    reward, λ, R and the training period H."""
+    """The inputs of Theorem 4.1's αₜ besides t, δ, M and K: feature dimension d, σ̄² of the
+    last reward, λ, R and the training period H (named as :func:`~deepbandits.formulas.theory_alpha`
+    names them)."""
 
-    dim: int = 1
+    d: int = 1
     sigma2_bar: float = 1.0
     lam: float = 1.0
     R: float = 1.0
@@ -89,6 +90,7 @@ class _Deterministic(Part):
         return float(greedy_propensities(index, mask, epsilon)[arm])
 
 
+@part
 class UCB(_Deterministic):
     """μ + α·w (Eq. 4).
 
@@ -107,27 +109,16 @@ class UCB(_Deterministic):
         "M": M_SPEC,
     }
 
-    def __init__(self, alpha: float | str = 0.02, delta: float = 0.05, M: float = 1.0) -> None:
-        self.alpha = alpha
-        self.delta = delta
-        self.M = M
+    alpha: float | str = 0.02
+    delta: float = 0.05
+    M: float = 1.0
 
     def rate(self, n_arms: int, sit: Situation) -> float:
         """α of the coming round: the constant, or αₜ of Theorem 4.1."""
         if self.alpha != "theory":
             return float(self.alpha)
-        inputs = sit.theory_inputs()
-        return theory_alpha(
-            sit.t + 1,
-            d=inputs.dim,
-            sigma2_bar=inputs.sigma2_bar,
-            lam=inputs.lam,
-            delta=self.delta,
-            M=self.M,
-            R=inputs.R,
-            H=inputs.H,
-            K=n_arms,
-        )
+        inputs = sit.theory_inputs()._asdict()
+        return theory_alpha(sit.t + 1, delta=self.delta, M=self.M, K=n_arms, **inputs)
 
     def index(self, ev: Evaluation, sit: Situation) -> Array:
         return ev.mean + self.rate(ev.mean.shape[-1], sit) * ev.width

@@ -27,7 +27,7 @@ from deepbandits.encoding import BlockContexts, Contexts
 from deepbandits.networks.learner import check_device
 from deepbandits.networks.mlp import MLP, as_input
 from deepbandits.policies.params import NETWORK_SPECS, Spec
-from deepbandits.policies.parts.part import Part
+from deepbandits.policies.parts.part import Part, part
 
 Array = NDArray[np.float64]
 
@@ -77,6 +77,7 @@ class IdentityFeatures(Part):
         self.blockwise_ = bool(state["blockwise"])
 
 
+@part
 class NetworkFeatures(Part):
     """φ(x; w): the ReLU output layer of an MLP (Eq. 7).
 
@@ -100,13 +101,12 @@ class NetworkFeatures(Part):
         "device": NETWORK_SPECS["device"],
     }
 
-    def __init__(
-        self, dim: int = 20, hidden: int = 100, n_layers: int = 2, device: str = "cpu"
-    ) -> None:
-        self.dim = dim
-        self.hidden = hidden
-        self.n_layers = n_layers
-        self.device = device
+    dim: int = 20
+    hidden: int = 100
+    n_layers: int = 2
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
         self.network_: MLP | None = None
 
     def _check(self) -> None:

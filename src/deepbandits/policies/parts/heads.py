@@ -24,12 +24,13 @@ from numpy.typing import NDArray
 from deepbandits.errors import InputValueError
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.policies.params import DISCOUNT_SPECS, LAM_SPEC, REFRESH_EVERY_SPEC, Spec
-from deepbandits.policies.parts.part import Part
+from deepbandits.policies.parts.part import Part, part
 
 Array = NDArray[np.float64]
 Heads = NDArray[np.int64] | None
 
 
+@part
 class RidgeHead(Part):
     """A weighted ridge head over the features of a feature map.
 
@@ -56,19 +57,13 @@ class RidgeHead(Part):
         **DISCOUNT_SPECS,
     }
 
-    def __init__(
-        self,
-        layout: str = "shared",
-        lam: float = 1.0,
-        refresh_every: int = 500,
-        discount: float = 1.0,
-        discount_every: int = 100,
-    ) -> None:
-        self.layout = layout
-        self.lam = lam
-        self.refresh_every = refresh_every
-        self.discount = discount
-        self.discount_every = discount_every
+    layout: str = "shared"
+    lam: float = 1.0
+    refresh_every: int = 500
+    discount: float = 1.0
+    discount_every: int = 100
+
+    def __post_init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:

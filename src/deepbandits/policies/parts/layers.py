@@ -46,6 +46,7 @@ from deepbandits.policies.params import (
     Spec,
 )
 from deepbandits.policies.parts.explore import Situation, _Deterministic
+from deepbandits.policies.parts.part import part
 
 Array = NDArray[np.float64]
 
@@ -98,6 +99,7 @@ def on_arms(values: Array, arms: NDArray[np.int64], n_arms: int) -> Array:
     return out
 
 
+@part
 class LayeredSearch(_Deterministic):
     """SAVE's descent through L weighted ridge layers on the features (module notes).
 
@@ -135,23 +137,13 @@ class LayeredSearch(_Deterministic):
     #: each round's layer depends on every round before it: learned one at a time
     sequential: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        threshold: float | None = None,
-        beta_scale: float = 1.0,
-        R: float = 1.0,
-        M: float = 1.0,
-        delta: float = 0.05,
-        horizon: int | None = None,
-        refresh_every: int = 500,
-    ) -> None:
-        self.threshold = threshold
-        self.beta_scale = beta_scale
-        self.R = R
-        self.M = M
-        self.delta = delta
-        self.horizon = horizon
-        self.refresh_every = refresh_every
+    threshold: float | None = None
+    beta_scale: float = 1.0
+    R: float = 1.0
+    M: float = 1.0
+    delta: float = 0.05
+    horizon: int | None = None
+    refresh_every: int = 500
 
     def initialize(self, dim: int) -> None:
         """L layers over features of dimension ``dim``, layer ℓ with prior 4^{-ℓ}I."""

@@ -8,18 +8,30 @@ declare a :class:`~deepbandits.policies.params.Spec` per parameter, checked by
 :meth:`Part.state_dict` and read back by :meth:`Part.load_state_dict`, as in PyTorch. A policy is
 the union of its parts: its parameters reach a part as ``part__param`` and its state is theirs.
 
-A part needs no base class: any object with ``get_params``/``set_params``, ``validate``,
-``state_dict``/``load_state_dict`` and the methods of its role (see each role's protocol) fits.
-This class only saves writing them.
+A part with several parameters declares them as annotated class attributes and is decorated by
+:func:`part`, which writes that constructor (a dataclass's; learned state is set up in
+``__post_init__``). A part needs no base class: any object with ``get_params``/``set_params``,
+``validate``, ``state_dict``/``load_state_dict`` and the methods of its role (see each role's
+protocol) fits. This class only saves writing them.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
 
 from deepbandits.errors import InputValueError
 from deepbandits.policies.params import Spec, check_param
+
+P = TypeVar("P", bound=type)
+
+
+def part(cls: P) -> P:
+    """The constructor of a part from its annotated parameters, as a dataclass: ``__init__``
+    stores each under its own name, in order, with its default (then ``__post_init__``, if
+    defined, sets up the learned state); the repr and identity stay :class:`Part`'s."""
+    return dataclass(repr=False, eq=False)(cls)  # type: ignore[no-any-return]
 
 
 class Part:

@@ -29,7 +29,7 @@ from deepbandits.networks.training import LOSSES
 from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.parts.features import NetworkFeatures
 from deepbandits.policies.parts.heads import RidgeHead
-from deepbandits.policies.parts.part import Part
+from deepbandits.policies.parts.part import Part, part
 
 _TRAINING = (
     "train_schedule",
@@ -42,6 +42,7 @@ _TRAINING = (
 )
 
 
+@part
 class Trainer(Part):
     """Trains a feature network on the rounds played, with the ridge head's θ fixed.
 
@@ -82,37 +83,22 @@ class Trainer(Part):
         "lam_warmup": Spec("bool", "scale λ by the mean weight until t₀"),
     }
 
-    def __init__(
-        self,
-        loss: str = "mse",
-        train_schedule: str = "default",
-        train_every: int | None = None,
-        train_start: int | None = None,
-        warmup_every: int | None = None,
-        train_steps: int | None = None,
-        batch_size: int | None = None,
-        optimizer: str = "sgd",
-        lr: float = 1e-2,
-        weight_decay: float = 0.0,
-        max_grad_norm: float | None = 10.0,
-        max_history: int | None = 100_000,
-        refit_on_update: bool = False,
-        lam_warmup: bool = True,
-    ) -> None:
-        self.loss = loss
-        self.train_schedule = train_schedule
-        self.train_every = train_every
-        self.train_start = train_start
-        self.warmup_every = warmup_every
-        self.train_steps = train_steps
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.max_grad_norm = max_grad_norm
-        self.max_history = max_history
-        self.refit_on_update = refit_on_update
-        self.lam_warmup = lam_warmup
+    loss: str = "mse"
+    train_schedule: str = "default"
+    train_every: int | None = None
+    train_start: int | None = None
+    warmup_every: int | None = None
+    train_steps: int | None = None
+    batch_size: int | None = None
+    optimizer: str = "sgd"
+    lr: float = 1e-2
+    weight_decay: float = 0.0
+    max_grad_norm: float | None = 10.0
+    max_history: int | None = 100_000
+    refit_on_update: bool = False
+    lam_warmup: bool = True
+
+    def __post_init__(self) -> None:
         self.learner_: NetworkLearner | None = None
         self.weight_sum_ = 0.0
         self.deferred_ = False
