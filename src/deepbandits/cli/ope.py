@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,17 @@ from deepbandits.cli.arguments import check_writable, nonnegative_int, positive_
 from deepbandits.errors import InputValueError
 
 ESTIMATOR_HELP = "all, or a comma list of ips,snips,dm,dr,sndr,switch-dr,dr-os"
+#: The numeric options: flag, type, default and what it sets (the help adds the default).
+NUMBERS: tuple[tuple[str, Callable[[str], Any], float, str], ...] = (
+    ("--folds", nonnegative_int, 5, "cross-fitting folds"),
+    ("--n-bootstrap", nonnegative_int, 1000, "bootstrap resamples"),
+    ("--alpha", positive_float, 0.05, "1 - coverage"),
+    ("--switch-tau", positive_float, 100.0, "Switch-DR's τ"),
+    ("--shrinkage-lambda", positive_float, 100.0, "DRos's λ"),
+    ("--runs", nonnegative_int, 30, "obd-bts: bootstrap samples of the log, as in OBP"),
+    ("--train-fraction", positive_float, 0.5, "library policies: the share of the log learned"),
+    ("--seed", nonnegative_int, 0, "seed"),
+)
 
 
 def add_ope_parser(sub: Any) -> None:
@@ -60,25 +72,8 @@ def add_ope_parser(sub: Any) -> None:
         choices=("auto", "logistic", "ridge", "hgb", "network"),
         help="q̂ of DM and the DR family, cross-fitted (default: auto)",
     )
-    p.add_argument("--folds", type=nonnegative_int, default=5, help="cross-fitting folds (5)")
-    p.add_argument(
-        "--n-bootstrap", type=nonnegative_int, default=1000, help="bootstrap resamples (1000)"
-    )
-    p.add_argument("--alpha", type=positive_float, default=0.05, help="1 - coverage (0.05)")
-    p.add_argument("--switch-tau", type=positive_float, default=100.0, help="Switch-DR's τ")
-    p.add_argument("--shrinkage-lambda", type=positive_float, default=100.0, help="DRos's λ")
-    p.add_argument(
-        "--runs",
-        type=nonnegative_int,
-        default=30,
-        help="obd-bts: bootstrap samples of the log re-estimated as OBP's example does (30)",
-    )
-    p.add_argument(
-        "--train-fraction",
-        type=positive_float,
-        default=0.5,
-        help="library policies: the share of the log they learn first (0.5)",
-    )
+    for flag, kind, default, text in NUMBERS:
+        p.add_argument(flag, type=kind, default=default, help=f"{text} ({default:g})")
     p.add_argument(
         "--warm-weights",
         choices=("none", "ips"),
@@ -87,7 +82,6 @@ def add_ope_parser(sub: Any) -> None:
     )
     p.add_argument("--replay", action="store_true", help="also replay the policy, learning")
     p.add_argument("--data-dir", type=Path, default=None, help="data directory holding obd/")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed (0)")
     p.add_argument("--out", type=Path, default=Path("results/ope"), help="results/ope")
 
 
