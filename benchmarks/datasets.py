@@ -18,11 +18,17 @@ import os
 import tempfile
 import time
 import warnings
+from datetime import date
+from pathlib import Path
 
 import torch
 
 import deepbandits as db
+from deepbandits._io import write_atomic
 from deepbandits.datasets import load_dataset
+
+#: Where the output of a full run (not ``--quick``) is written; the manual includes it
+OUT = Path(__file__).parent / "results" / "datasets.md"
 
 
 def load_times(name: str) -> tuple[float, float, tuple[int, ...]]:
@@ -65,22 +71,31 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(2)
     T = 100 if args.quick else 500
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, data {db.data_home()}\n")
-    print("| dataset | samples × features | cold load (s) | cached load (s) |")
-    print("|---|---|---|---|")
+    started = time.perf_counter()
+    written: list[str] = []
+
+    def emit(line: str, flush: bool = False) -> None:
+        """Print ``line`` and keep it for ``OUT``."""
+        written.append(line)
+        print(line, flush=flush)
+
+    emit(f"torch {torch.__version__}, threads {torch.get_num_threads()}, data {db.data_home()}\n")
+    emit("Load times:\n")
+    emit("| dataset | samples × features | cold load (s) | cached load (s) |")
+    emit("|---|---|---|---|")
     warnings.filterwarnings("ignore", message=".*partial CIFAR-10")  # said once, below
     for name in db.dataset_names():
         cold, cached, shape = load_times(name)
-        print(f"| {name} | {shape[0]:,} × {shape[1]} | {cold:.2f} | {cached:.3f} |", flush=True)
+        emit(f"| {name} | {shape[0]:,} × {shape[1]} | {cold:.2f} | {cached:.3f} |", flush=True)
     note = load_dataset("cifar10", download=False).note
     if note:
-        print(f"\ncifar10: {note}")
+        emit(f"\ncifar10: {note}")
 
     steps = 100 if args.quick else 1000
-    print(f"\nselect+update rounds/s (training excluded), {T} rounds; then one training of")
-    print(f"{steps} minibatch steps on those rounds (s)")
-    print("| dataset | K·D | policy | block | dense | block speed-up |")
-    print("|---|---|---|---|---|---|")
+    emit(f"\nselect+update rounds/s (training excluded), {T} rounds; then one training of")
+    emit(f"{steps} minibatch steps on those rounds (s):\n")
+    emit("| dataset | K·D | policy | block | dense | block speed-up |")
+    emit("|---|---|---|---|---|---|")
     no_training = {"train_start": 10**9, "warmup_every": 0}
     for encoding in ("block", "dense"):  # warm-up: torch's first calls are slow
         env = db.make_env("mnist", seed=0, encoding=encoding, download=False)
@@ -107,17 +122,25 @@ def main() -> None:
             block, dense = rates["block"], rates["dense"]
             dense_txt = f"{dense:,.0f}" if dense else f"skipped ({2 * 8 * dim**2 / 2**30:.0f} GiB)"
             speedup = f"{block / dense:.1f}×" if dense else "-"
-            print(
+            emit(
                 f"| {name} | {dim:,} | {policy_name} | {block:,.0f} | {dense_txt} | {speedup} |",
                 flush=True,
             )
             if train:
                 b, d = train["block"], train["dense"]
-                print(
+                emit(
                     f"| {name} | {dim:,} | {policy_name}: training, {steps} steps (s) | {b:.2f} "
                     f"| {d:.2f} | {d / b:.1f}× |",
                     flush=True,
                 )
+
+    if not args.quick:
+        minutes, seconds = divmod(round(time.perf_counter() - started), 60)
+        head = (
+            f"`python benchmarks/datasets.py` on {date.today().isoformat()}, {minutes} min "
+            f"{seconds} s, {os.cpu_count()} CPU cores: "
+        )
+        write_atomic(OUT, head + "\n".join(written) + "\n")
 
 
 if __name__ == "__main__":

@@ -58,7 +58,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,6 +69,7 @@ from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
 import deepbandits as db
+from deepbandits._io import write_atomic
 from deepbandits.envs.classification import column_statistics
 from deepbandits.errors import DataError
 
@@ -82,6 +85,8 @@ STREAM_ROWS = 50 * BATCH
 AGREE_ROUNDS = 300
 #: Relative tolerance of the score agreement.
 RTOL = 1e-9
+#: Where the output of a full run (not ``--quick``) is written; the manual includes it
+OUT = Path(__file__).parent / "results" / "peers.md"
 PEER_PACKAGES = ("mabwiser", "obp", "contextualbandits", "bayesianbandits", "vowpalwabbit")
 
 
@@ -576,24 +581,30 @@ def main(argv: list[str] | None = None) -> int:
         agree_lines, ok = agreement_table(streams, args.seed)
 
     versions = ", ".join(f"{p} {version(p)}" for p in ("deepbandits", "numpy", *PEER_PACKAGES))
-    print(f"Python {sys.version.split()[0]}; {versions}; BLAS and torch on 1 thread.")
-    print("Streams: " + "; ".join(f"{s}: {st.source}" for s, st in streams.items()) + ".")
-    print(
+    text = [
+        f"`python benchmarks/peers.py` on {date.today().isoformat()}, {os.cpu_count()} CPU cores. "
+        f"Python {sys.version.split()[0]}; {versions}; BLAS and torch on 1 thread.",
+        "Streams: " + "; ".join(f"{s}: {st.source}" for s, st in streams.items()) + ".",
         f"α = {ALPHA}, λ = {LAM} (MABWiser and obp: λ = 1). Rounds/s: best of {repeats} repeats "
-        f"of N rounds (~{target_s} s each); one-at-a-time rows decide and learn each round."
-    )
+        f"of N rounds (~{target_s} s each); one-at-a-time rows decide and learn each round.",
+    ]
     missing = [p for p in PEER_PACKAGES if version(p) == "not installed"]
     if missing:
-        print(f"Not installed: {', '.join(missing)} (pip install -e '.[peers]').")
+        text.append(f"Not installed: {', '.join(missing)} (pip install -e '.[peers]').")
     if not hasattr(deepbandits_policy(ALPHA, LAM, args.seed), "decide"):
-        print("This deepbandits has no decide API: its 'decide + learn' row is select + update.")
-    print("\n" + "\n".join(speed_table(rates)))
-    print(
-        f"\nAgreement with deepbandits' disjoint LinUCB: first {AGREE_ROUNDS} rounds, same α and "
+        text.append(
+            "This deepbandits has no decide API: its 'decide + learn' row is select + update."
+        )
+    text += ["", *speed_table(rates), ""]
+    text.append(
+        f"Agreement with deepbandits' disjoint LinUCB: first {AGREE_ROUNDS} rounds, same α and "
         "λ, both learning the peer's arm; scores agree when the relative difference is "
         f"≤ {RTOL:g}. Vowpal Wabbit's cb_explore_adf is not LinUCB: timed only, not compared.\n"
     )
-    print("\n".join(agree_lines))
+    text += agree_lines
+    print("\n".join(text))
+    if not args.quick:
+        write_atomic(OUT, "\n".join(text) + "\n")
     return 0 if ok else 1
 
 

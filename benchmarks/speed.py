@@ -15,6 +15,9 @@ Prints a Markdown table:
   update; its code (Appendix B) trains one epoch over the history, which for t <= 100 is at most
   2 minibatches of 64. Both are timed; the selection time is that of the one-epoch run.
 
+Without ``--quick`` the output is also written to ``benchmarks/results/speed.md`` (the manual
+includes that file).
+
 Targets on 2 CPU cores: >= 5,000 rounds/s for the LinUCB family, >= 5,000 rounds/s of
 decide + learn for Neural-σ²-LinUCB (issue 17), >= 1,000 rounds/s for the rest of the
 neural-linear family, full T=10000 run <= 60 s; latency of arm selection >= 10x below the paper's
@@ -25,14 +28,21 @@ RTX A5000 figure for the neural-linear family (0.43 s) and >= 5x below it for Ne
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import time
+from datetime import date
+from pathlib import Path
 
 import numpy as np
 import torch
 
 import deepbandits as db
+from deepbandits._io import write_atomic
 from deepbandits.experiments.latency import measure_latency, mnist_shaped_rounds
 from deepbandits.experiments.runner import give_horizon
+
+OUT = Path(__file__).parent / "results" / "speed.md"
 
 
 def rounds_per_second(name: str, T: int, **params: object) -> tuple[float, float]:
@@ -113,13 +123,21 @@ def main() -> None:
     torch.set_num_threads(2)
     T_rate = 3000 if args.quick else 5000
     T_full = 3000 if args.quick else 10000
-    print(f"torch {torch.__version__}, numpy {np.__version__}, threads {torch.get_num_threads()}\n")
+    started = time.perf_counter()
+    written: list[str] = []
+
+    def emit(line: str, flush: bool = False) -> None:
+        """Print ``line`` and keep it for ``OUT``."""
+        written.append(line)
+        print(line, flush=flush)
+
+    emit(f"torch {torch.__version__}, numpy {np.__version__}, threads {torch.get_num_threads()}\n")
     rounds_per_second("neural-linucb", 500)  # warm-up: torch's first calls are slow
-    print(
+    emit(
         "| policy | decide+learn rounds/s (training excluded) | decide_batch+learn_batch "
         "rounds/s (B=1000, no training) | seconds per network update |"
     )
-    print("|---|---|---|---|")
+    emit("|---|---|---|---|")
     cases = [(name, {}, T_rate) for name in db.policy_names(configurations=False)]
     cases += [(name, {"mode": "full"}, T_rate // 5) for name in ("neural-ucb", "neural-ts")]
     for name, params, T in cases:
@@ -127,39 +145,46 @@ def main() -> None:
         batch = batch_rounds_per_second(name, T, **params)
         train_txt = f"{train:.3f}" if np.isfinite(train) else "-"
         label = name + "".join(f":{k}={v}" for k, v in params.items())
-        print(f"| {label} | {rate:,.0f} | {batch:,.0f} | {train_txt} |", flush=True)
+        emit(f"| {label} | {rate:,.0f} | {batch:,.0f} | {train_txt} |", flush=True)
     rate = untrained_rate("neural-sigma2-linucb", 2000)
-    print(
+    emit(
         f"\nNeural-σ²-LinUCB decide + learn, network never trained (prior fixed at λ), h1: "
         f"{rate:,.0f} rounds/s (target >= 5,000)"
     )
     head = f"Neural-σ²-LinUCB, h1, T={T_full}"
-    print(f"\n| {head} | wall time (s) | trainings | final regret (seed 0) |")
-    print("|---|---|---|---|")
+    emit(f"\n| {head} | wall time (s) | trainings | final regret (seed 0) |")
+    emit("|---|---|---|---|")
     for schedule in ("default", "paper"):
         wall, regret, n = full_run(schedule, T_full)
-        print(f"| train_schedule={schedule} | {wall:.1f} | {n} | {regret:.0f} |", flush=True)
+        emit(f"| train_schedule={schedule} | {wall:.1f} | {n} | {regret:.0f} |", flush=True)
 
     steps = 100 if args.quick else 1000
     rounds = mnist_shaped_rounds(100)
-    print(
+    emit(
         "\nLatency, MNIST-shaped (d=7840 block-encoded, K=10, m=100, H=10), 100 rounds: arm "
         "selection, and the 10 network updates with n=1 epoch of the history (<= 2 minibatches, "
-        f"as the paper's code) and with n={steps} steps (as its text)"
+        f"as the paper's code) and with n={steps} steps (as its text)\n"
     )
-    print(
+    emit(
         "| policy | arm selection (s) | paper (s) | speed-up | update, 1 epoch (s) | speed-up "
         f"| update, n={steps} (s) | paper (s) |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    emit("|---|---|---|---|---|---|---|---|")
     for name, (paper_sel, paper_upd) in PAPER_LATENCY.items():
         sel, epoch = measure_latency(name, rounds, EPOCH_STEPS)
         _, upd = measure_latency(name, rounds, steps)
-        print(
+        emit(
             f"| {name} | {sel:.3f} | {paper_sel} | {paper_sel / sel:.0f}x | {epoch:.3f} | "
             f"{paper_upd / epoch:.0f}x | {upd:.2f} | {paper_upd} |",
             flush=True,
         )
+    if not args.quick:
+        minutes, seconds = divmod(round(time.perf_counter() - started), 60)
+        head = (
+            f"`python benchmarks/speed.py` on {date.today().isoformat()}, {minutes} min "
+            f"{seconds} s, {os.cpu_count()} CPU cores ({platform.machine()}): "
+        )
+        write_atomic(OUT, head + "\n".join(written) + "\n")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ workers), beside the configs' expected CPU time. It also checks that the two run
 per-round records (the engine's promise that results do not depend on the number of workers).
 
 Run it on an otherwise idle machine: absolute times drift with load; the speed-up is the figure
-to compare.
+to compare. The table is also written to ``benchmarks/results/suite.md`` (``suite_full.md``
+with ``--full``), which the manual includes.
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
 
+from deepbandits._io import write_atomic
 from deepbandits.experiments.config import builtin_configs
 from deepbandits.experiments.reproduce import expected_cpu_seconds, format_duration
 from deepbandits.experiments.results import load_results
+
+RESULTS = Path(__file__).parent / "results"
 
 #: Columns that depend on the machine's speed, not on the trajectory.
 TIMING = ("time_select", "time_update", "time_train")
@@ -84,15 +89,22 @@ def main() -> None:
             print(f"{workers} worker(s): {wall:.0f} s, exit status {status}", flush=True)
         identical = same_records(folders[1], folders[2])
     table = pd.DataFrame(rows)
-    print("\n| workers | wall time | speed-up | peak memory of one process (MiB) | exit status |")
-    print("|---|---|---|---|---|")
+    lines = [
+        f"`python benchmarks/suite.py{'' if quick else ' --full'}` on {date.today().isoformat()}: "
+        f"{len(configs)} experiments, {'quick' if quick else 'full'} scale.",
+        "",
+        "| workers | wall time | speed-up | peak memory of one process (MiB) | exit status |",
+        "|---|---|---|---|---|",
+    ]
     for row in table.itertuples():
         speedup = table["wall_s"].iloc[0] / row.wall_s
-        print(
+        lines.append(
             f"| {row.workers} | {format_duration(row.wall_s)} | {speedup:.2f}× | "
             f"{row.peak_mib:.0f} | {row.status} |"
         )
-    print(f"\nper-round records identical with 1 and 2 workers: {identical}")
+    lines += ["", f"Per-round records identical with 1 and 2 workers: {identical}."]
+    print("\n" + "\n".join(lines))
+    write_atomic(RESULTS / f"suite{'' if quick else '_full'}.md", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -79,16 +79,87 @@ def test_every_page_of_the_nav_exists_or_is_generated() -> None:
     assert missing == []
 
 
+def source_pages() -> list[Path]:
+    """Every Markdown page written by hand (not the gallery's generated pages)."""
+    return [p for p in sorted(DOCS.rglob("*.md")) if "generated" not in p.relative_to(DOCS).parts]
+
+
 def test_snippets_and_generated_blocks_name_files_and_tables_that_exist() -> None:
+    import shlex
+
     results = hook("results")
-    for page in DOCS.rglob("*.md"):
-        if "generated" in page.parts:
-            continue
+    for page in source_pages():
         text = page.read_text(encoding="utf-8")
-        for include in re.findall(r'^--8<-- "([^"]+)"', text, re.MULTILINE):
+        for include in re.findall(r'^\s*--8<-- "([^"]+)"', text, re.MULTILINE):
             assert (ROOT / include).is_file(), f"{page}: {include}"
-        for name in re.findall(r"<!-- generated: ([a-z-]+) -->", text):
+        for name, arguments in results.MARKER.findall(text):
             assert name in results.GENERATORS, f"{page}: {name}"
+            if name == "table":  # the file exists and holds a table after the heading given
+                assert results.file_table(*shlex.split(arguments)).count("\n") >= 1, page
+
+
+#: Marks a hand-written table as holding no measurement: the line right above its header
+DESCRIPTIVE = "<!-- descriptive table -->"
+#: A measured-looking number: a thousands separator (1,234), a decimal point (0.5) or ±
+MEASURED = re.compile(r"\d,\d{3}(?!\d)|\d\.\d|±")
+#: ... or a cell that is a bare number, perhaps with a unit (| 1725 |, | 81 |, | 2.2× |, | 0 % |)
+NUMBER_CELL = re.compile(r"^\s*\**[-+−]?\d+\**\s*(%|×|x|s|ms|MiB|GiB)?\s*$")
+SEPARATOR = re.compile(r"^\|\s*:?-{3,}")
+
+
+def retyped_tables(markdown: str) -> list[int]:
+    """Line numbers (1-based) of the headers of the Markdown tables in ``markdown`` (indented ones
+    and those in code blocks too: pasted output is retyped all the same) whose body cells hold a
+    measured-looking number (``MEASURED`` or ``NUMBER_CELL``; inline code left out:
+    `alpha=0.02` is a setting), unless the line right above the header is ``DESCRIPTIVE``.
+    Measured tables come from the files the benchmarks and the suite write (``--8<--``
+    includes and ``<!-- generated: ... -->`` markers), never typed into a page."""
+    lines = [line.strip() for line in markdown.splitlines()]  # tables in lists are indented
+    found = []
+    for i, line in enumerate(lines):
+        if i + 1 >= len(lines) or not line.startswith("|"):
+            continue
+        if not SEPARATOR.match(lines[i + 1]) or (i > 0 and lines[i - 1].startswith("|")):
+            continue
+        if i > 0 and lines[i - 1].strip() == DESCRIPTIVE:
+            continue
+        body = []
+        for row in lines[i + 2 :]:
+            if not row.startswith("|"):
+                break
+            body.append(re.sub(r"`[^`]*`", "", row))
+        cells = [cell for row in body for cell in row.strip("|").split("|")]
+        if any(MEASURED.search(row) for row in body) or any(NUMBER_CELL.match(c) for c in cells):
+            found.append(i + 1)
+    return found
+
+
+#: Pages whose measured tables are being moved to a results file by work in progress elsewhere
+#: (the service's load benchmark writes benchmarks/results/serve_load.md): empty this when done
+PENDING = {"manual/03-serving-a-policy.md"}
+
+
+def test_no_page_holds_a_retyped_table_of_measurements() -> None:
+    retyped = {
+        name: rows
+        for page in source_pages()
+        if (name := str(page.relative_to(DOCS))) not in PENDING
+        and (rows := retyped_tables(page.read_text(encoding="utf-8")))
+    }
+    assert retyped == {}, "include the results file (--8<--) or mark the table descriptive"
+
+
+def test_the_retyped_table_check_catches_a_copied_table() -> None:
+    copied = "Measured:\n\n" + (ROOT / "benchmarks/results/memory.md").read_text(encoding="utf-8")
+    assert retyped_tables(copied) != []
+    assert retyped_tables("text\n\n| a | b |\n|---|---|\n| x | 4,420 ± 48 |\n") == [3]
+    assert retyped_tables("| a | b |\n| --- | --- |\n| x | 0.0292 |\n") == [1]
+    assert retyped_tables(f"{DESCRIPTIVE}\n| a | b |\n|---|---|\n| x | 1.5 |\n") == []
+    assert retyped_tables("| a | b |\n|---|---|\n| `alpha=0.02` | 3 arms |\n") == []
+    assert retyped_tables("```text\n| a |\n|---|\n| 1.5 |\n```\n") == [2]
+    assert retyped_tables("- runs:\n\n  | a | b |\n  |---|---|\n  | h1 | 1725 |\n") == [3]
+    assert retyped_tables("| a | b |\n|---|---|\n| x | 81 |\n") == [1]
+    assert retyped_tables("| a | b |\n|---|---|\n| x | see Eq. 13 |\n") == []
 
 
 def test_real_dataset_tables_show_the_means_of_the_recorded_runs() -> None:

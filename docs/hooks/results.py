@@ -7,8 +7,13 @@
   --list`` (from the shipped configs and their measured costs), ``<!-- generated: policies -->``
   the registry's names with their one-line descriptions, ``<!-- generated: environments -->``
   the environment registry, ``<!-- generated: demo-summary -->`` the table of ``make demo``
-  (``benchmarks/results/demo_summary.csv``) and ``<!-- generated: version -->`` the package's
-  version.
+  (``benchmarks/results/demo_summary.csv``), ``<!-- generated: real-datasets -->`` one row per
+  comparison of ``real_*_runs.csv`` (the policies as columns), ``<!-- generated: ope-obd -->``
+  the table of ``benchmarks/results/ope_obd_<campaign>.csv`` (what ``deepbandits ope --log
+  obd:...`` wrote) and ``<!-- generated: version -->`` the package's version.
+- ``<!-- generated: table FILE "HEADING" -->`` is the first Markdown table of ``FILE`` (relative
+  to the repository) after its first line that starts with ``HEADING`` (without it, the file's
+  first table): one section of a benchmark's output, where a page discusses it part by part.
 
 The other benchmark tables (``benchmarks/results/*.md``) are included verbatim by
 ``pymdownx.snippets`` in the pages under ``docs/results/``.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +31,12 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-MARKER = re.compile(r"<!-- generated: ([a-z-]+) -->")
+MARKER = re.compile(r"<!-- generated: ([a-z-]+)((?: [^>]+?)?) -->")
 
 
-def mean_std(values: pd.Series, digits: int = 0) -> str:
-    """``mean ± std`` (population std over the seeds, as the README's tables)."""
-    return f"{values.mean():,.{digits}f} ± {values.std(ddof=0):,.{digits}f}"
+def mean_std(values: pd.Series, digits: int = 0, ddof: int = 0) -> str:
+    """``mean ± std`` (population std over the seeds unless ``ddof=1``)."""
+    return f"{values.mean():,.{digits}f} ± {values.std(ddof=ddof):,.{digits}f}"
 
 
 def real_datasets_page() -> str:
@@ -125,6 +131,85 @@ def demo_summary_table() -> str:
     return "\n".join(lines)
 
 
+def file_table(path: str, heading: str = "") -> str:
+    """The first Markdown table of ``path`` after its first line starting with ``heading``."""
+    lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(heading)), None)
+    if start is None:
+        raise ValueError(f"{path}: no line starts with {heading!r}")
+    rows: list[str] = []
+    for line in lines[start + (1 if heading else 0) :]:
+        if line.startswith("|"):
+            rows.append(line)
+        elif rows:
+            break
+    if len(rows) < 2:
+        raise ValueError(f"{path}: no table after {heading!r}")
+    return "\n".join(rows)
+
+
+#: Column order and titles of the real-dataset summary, and the rows' titles
+REAL_POLICIES = {
+    "linucb": "LinUCB",
+    "neural-linucb": "Neural-LinUCB",
+    "neural-sigma2-linucb": "Neural-σ²-LinUCB",
+    "neural-ucb": "NeuralUCB",
+}
+REAL_DATASETS = {
+    "shuttle": "shuttle",
+    "covertype": "covertype",
+    "covertype_15k": "covertype",
+    "mnist": "MNIST",
+    "cifar10": "CIFAR-10 (30,000 images)",
+}
+
+
+def real_datasets_table() -> str:
+    """One row per ``real_<name>_runs.csv``: each policy's final regret, mean ± sample std over
+    the seeds (per seed; wall time per run: the mean below 10 s, else the range), the lowest
+    mean in bold."""
+    head = " | ".join(REAL_POLICIES.values())
+    lines = [f"| dataset, T | {head} |", "|---|" + "---|" * len(REAL_POLICIES)]
+    for name, title in REAL_DATASETS.items():
+        runs = pd.read_csv(RESULTS / f"real_{name}_runs.csv")
+        horizon = ", ".join(f"{t:,}" for t in sorted(runs["T"].unique()))
+        means = runs.groupby("policy")["final_regret"].mean()
+        cells = []
+        for policy in REAL_POLICIES:
+            group = runs[runs["policy"] == policy].sort_values("seed")
+            per_seed = ", ".join(f"{r:.0f}" for r in group["final_regret"])
+            wall_s = group["wall_seconds"]
+            low, high = wall_s.min(), wall_s.max()
+            wall = f"{wall_s.mean():.1f} s" if high < 10 else f"{low:,.0f}–{high:,.0f} s"
+            cell = mean_std(group["final_regret"], ddof=1)
+            cell = f"**{cell}**" if policy == means.idxmin() else cell
+            cells.append(f"{cell} ({per_seed}; {wall})")
+        lines.append(f"| {title}, {horizon} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def ope_obd_table() -> str:
+    """``benchmarks/results/ope_obd_<campaign>.csv`` (the ``ope.csv`` of ``deepbandits ope
+    --log obd:behavior=random,campaign=<campaign>``), every campaign in one table."""
+    lines = [
+        "| campaign (truth: BTS click rate) | estimator | estimate [95 % interval] | covers | "
+        "rel. error | 30 runs | OBP's published (all) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for campaign in ("all", "men", "women"):
+        table = pd.read_csv(RESULTS / f"ope_obd_{campaign}.csv")
+        for i, row in enumerate(table.itertuples(index=False)):
+            obp = getattr(row, "obp_mean", float("nan"))  # only campaign all has OBP's numbers
+            published = f"{obp:.3f} ± {row.obp_std:.3f}" if pd.notna(obp) else ""
+            lines.append(
+                f"| {f'{campaign}: {row.truth:.4f}' if i == 0 else ''} | {row.name} | "
+                f"{row.estimate:.5f} [{row.lower:.5f}, {row.upper:.5f}] | "
+                f"{'yes' if row.covered else 'no'} | {row.relative_error:.3f} | "
+                f"{row.rel_error_mean:.3f} ± {row.rel_error_std:.3f} | {published} |"
+            )
+    return "\n".join(lines)
+
+
 def environments_table() -> str:
     """The environment registry's names."""
     envs = importlib.import_module("deepbandits.envs")
@@ -136,6 +221,9 @@ GENERATORS = {
     "policies": policies_table,
     "environments": environments_table,
     "demo-summary": demo_summary_table,
+    "real-datasets": real_datasets_table,
+    "ope-obd": ope_obd_table,
+    "table": file_table,
     "version": lambda: importlib.import_module("deepbandits").__version__,
 }
 
@@ -149,12 +237,12 @@ def on_files(files: Any, config: Any) -> Any:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Replace each ``<!-- generated: NAME -->`` marker with its table."""
+    """Replace each ``<!-- generated: NAME [ARGUMENTS] -->`` marker with its table."""
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in GENERATORS:
             raise ValueError(f"{page.file.src_uri}: unknown generated block {name!r}")
-        return GENERATORS[name]()
+        return GENERATORS[name](*shlex.split(match.group(2)))
 
     return MARKER.sub(replace, markdown)
