@@ -15,41 +15,38 @@ for a second reward, 401 without the token, 413 for a body above the limit, 503 
 cannot be written or the pending table refuses a decision. A decision or reward is answered only
 once its event is committed to the log.
 
-The handlers run on the event loop: a decision takes a fraction of a millisecond of CPU, and
-while one request waits for its commit the loop serves the next, whose events join the same
-group commit.
+Requests pass :class:`~deepbandits.serve.guard.Guard` (token, body limit, timing) first; the hot
+endpoints (decide, decide_batch, reward) are then answered by
+:class:`~deepbandits.serve.direct.Direct` without FastAPI's middleware and routing, everything
+else by FastAPI, which documents all of them. The handlers run on the event loop: a decision
+takes a fraction of a millisecond of CPU, and while one request waits for its commit the loop
+serves the next, whose events join the same group commit.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
-import math
-from collections.abc import Sequence
-from concurrent.futures import Future
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from deepbandits._version import __version__
-from deepbandits.errors import (
-    DecisionError,
-    DeepBanditsError,
-    EventLogError,
-    ExpiredDecisionError,
-    InputTypeError,
-    InputValueError,
-    RewardAlreadyLearnedError,
-    ServiceError,
-    UnknownDecisionError,
-)
-from deepbandits.policies import Decision
+from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.serve import MAX_BODY_BYTES
-from deepbandits.serve.guard import Guard
+from deepbandits.serve.answers import (
+    decision_out,
+    dumps,
+    error_answer,
+    error_body,
+    invalid_body,
+)
+from deepbandits.serve.direct import Direct, Handler
+from deepbandits.serve.guard import ASGIApp, Guard, Receive, Scope, Send
 from deepbandits.serve.metrics import ServiceMetrics
 from deepbandits.serve.schemas import (
     DecideBatchRequest,
@@ -64,7 +61,6 @@ from deepbandits.serve.schemas import (
 )
 from deepbandits.serve.state import ServiceState
 
-LOG = logging.getLogger("deepbandits.serve")
 ERRORS = {
     401: "AuthenticationError",
     404: "UnknownDecisionError",
@@ -76,80 +72,42 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def status_of(exc: DeepBanditsError) -> int:
-    """The HTTP status of one of the library's errors."""
-    if isinstance(exc, UnknownDecisionError | ExpiredDecisionError):
-        return 404
-    if isinstance(exc, RewardAlreadyLearnedError):
-        return 409
-    if isinstance(exc, EventLogError | ServiceError | DecisionError):
-        return 503  # the log cannot be written, or the pending table refuses (try later)
-    if isinstance(exc, InputValueError | InputTypeError):
-        return 422
-    return 500
+def _json(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type="application/json")
 
 
-def dumps(obj: Any) -> bytes:
-    """JSON bytes; a non-finite float (not JSON) becomes null."""
-    try:
-        return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
-    except ValueError:
-        return dumps(_sanitize(obj))
+def _routed(model: type[BaseModel], handler: Handler) -> Callable[..., Awaitable[Response]]:
+    """``handler`` as a FastAPI endpoint whose body is a ``model``."""
+
+    async def endpoint(body: Any) -> Response:
+        return _json(dumps(await handler(body)))
+
+    endpoint.__annotations__ = {"body": model, "return": Response}
+    endpoint.__name__ = handler.__name__
+    endpoint.__doc__ = handler.__doc__
+    return endpoint
 
 
-def _sanitize(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _sanitize(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_sanitize(v) for v in obj]
-    return obj
+class ServiceApp(FastAPI):
+    """The FastAPI app of a service, entered through :attr:`entry` (the guard, then the direct
+    endpoints, then FastAPI itself: module notes)."""
 
+    entry: ASGIApp
 
-def _json(obj: Any, status: int = 200) -> Response:
-    return Response(dumps(obj), status_code=status, media_type="application/json")
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.entry(scope, receive, send)
 
-
-def decision_out(decision: Decision, model_version: int) -> dict[str, Any]:
-    return {
-        "decision_id": decision.id,
-        "arm": decision.arm,
-        "propensity": decision.propensity,
-        "mean": decision.mean.tolist(),
-        "width": decision.width.tolist(),
-        "model_version": model_version,
-    }
-
-
-async def _committed(futures: Sequence[Future[int]]) -> None:
-    """Wait until the last of ``futures`` is committed (one commit holds them in order)."""
-    if futures:
-        await asyncio.wrap_future(futures[-1])
-
-
-def _field_error(exc: RequestValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        loc = [str(x) for x in error.get("loc", ()) if x != "body"]
-        where = ".".join(loc) or "body"
-        if error.get("type") == "json_invalid":
-            parts.append(f"the request body is not valid JSON ({error.get('ctx', {})})")
-        elif not loc and error.get("type") in ("model_attributes_type", "dict_type"):
-            parts.append(
-                "the request body must be a JSON object, sent with Content-Type: application/json"
-            )
-        else:
-            parts.append(f"{where}: {error.get('msg')}")
-    return "; ".join(parts)
+    async def routed(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI's own handling of a request."""
+        await super().__call__(scope, receive, send)
 
 
 def create_app(
     state: ServiceState, *, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
-) -> FastAPI:
+) -> ServiceApp:
     """The HTTP API over ``state`` (module notes); ``token`` requires ``Authorization: Bearer
     <token>`` on every endpoint but ``/v1/health``, ``max_body_bytes`` bounds a request body."""
-    app = FastAPI(
+    app = ServiceApp(
         title="deepbandits decision service",
         version=__version__,
         description="Decisions with ids, late rewards by id, a durable event log.",
@@ -160,31 +118,27 @@ def create_app(
 
     @app.exception_handler(DeepBanditsError)
     async def library_error(request: Request, exc: DeepBanditsError) -> Response:
-        status = status_of(exc)
-        if status == 500:
-            LOG.error("%s: %s", type(exc).__name__, exc)
-        return _json({"detail": str(exc), "error": type(exc).__name__}, status)
+        status, body = error_answer(exc)
+        return _json(body, status)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
-        return _json({"detail": _field_error(exc), "error": "InputValueError"}, 422)
+        return _json(invalid_body(exc.errors()), 422)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
         error = ERRORS.get(exc.status_code, "ServiceError")
-        return _json({"detail": str(exc.detail), "error": error}, exc.status_code)
+        return _json(error_body(str(exc.detail), error), exc.status_code)
 
-    @app.post("/v1/decide", response_model=DecisionOut, responses=_ERROR_RESPONSES)
-    async def decide(body: DecideRequest) -> Response:
+    async def decide(body: DecideRequest) -> dict[str, Any]:
         """Choose an arm among the rows of ``contexts``; send its reward with ``decision_id``."""
         decision, future = state.decide(body.contexts, body.mask)
         metrics.decisions.inc()
         out = decision_out(decision, state.model_version)
         await asyncio.wrap_future(future)
-        return _json(out)
+        return out
 
-    @app.post("/v1/decide_batch", response_model=DecisionsOut, responses=_ERROR_RESPONSES)
-    async def decide_batch(body: DecideBatchRequest) -> Response:
+    async def decide_batch(body: DecideBatchRequest) -> dict[str, Any]:
         """Decide several requests at once (with the model as it is)."""
         if not body.requests:
             raise InputValueError("requests must hold at least one request, but 0 are given")
@@ -194,11 +148,10 @@ def create_app(
         metrics.decisions.inc(len(decisions))
         version = state.model_version
         out = {"decisions": [decision_out(d, version) for d in decisions]}
-        await _committed(futures)
-        return _json(out)
+        await asyncio.wrap_future(futures[-1])  # one commit holds them in order
+        return out
 
-    @app.post("/v1/reward", response_model=RewardOut, responses=_ERROR_RESPONSES)
-    async def reward(body: RewardRequest) -> Response:
+    async def reward(body: RewardRequest) -> dict[str, Any]:
         """Learn the reward of a pending decision."""
         learned, future = state.learn(
             body.decision_id, body.reward, reward_range=body.reward_range, sigma2=body.sigma2
@@ -211,12 +164,26 @@ def create_app(
             "model_version": state.model_version,
         }
         await asyncio.wrap_future(future)
-        return _json(out)
+        return out
+
+    hot: dict[str, tuple[type[BaseModel], type[BaseModel], Handler]] = {
+        "/v1/decide": (DecideRequest, DecisionOut, decide),
+        "/v1/decide_batch": (DecideBatchRequest, DecisionsOut, decide_batch),
+        "/v1/reward": (RewardRequest, RewardOut, reward),
+    }
+    for path, (request, answer, handler) in hot.items():
+        app.add_api_route(
+            path,
+            _routed(request, handler),
+            methods=["POST"],
+            response_model=answer,
+            responses=_ERROR_RESPONSES,
+        )
 
     @app.get("/v1/health", response_model=HealthOut)
     async def health() -> Response:
         """Status, network version, events logged, pending decisions."""
-        return _json(state.health())
+        return _json(dumps(state.health()))
 
     @app.get("/metrics", response_class=Response)
     async def prometheus() -> Response:
@@ -228,7 +195,8 @@ def create_app(
         """Write a checkpoint now (in a worker thread; its events committed first)."""
         meta = await asyncio.to_thread(state.snapshot)
         keys = ("seq", "model_version", "rewards_learned")
-        return _json({k: meta[k] for k in keys})
+        return _json(dumps({k: meta[k] for k in keys}))
 
-    app.add_middleware(Guard, token=token, max_body_bytes=max_body_bytes, metrics=metrics)
+    direct = Direct(app.routed, {path: (r, h) for path, (r, _, h) in hot.items()})
+    app.entry = Guard(direct, token=token, max_body_bytes=max_body_bytes, metrics=metrics)
     return app

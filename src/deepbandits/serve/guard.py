@@ -9,14 +9,14 @@ it is streamed), and records each answer's latency and error status in the metri
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 from starlette.exceptions import HTTPException
 
+from deepbandits.serve.answers import error_body
 from deepbandits.serve.metrics import ServiceMetrics
 
 Scope = MutableMapping[str, Any]
@@ -36,22 +36,20 @@ class BodyTooLarge(HTTPException):
         super().__init__(413, detail)
 
 
-async def _answer(
-    send: Send, status: int, detail: str, error: str, headers: list[tuple[bytes, bytes]]
+async def respond(
+    send: Send, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
-    body = json.dumps({"detail": detail, "error": error}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
+    """Send a JSON answer."""
+    length = str(len(body)).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", length), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(
+    send: Send, status: int, detail: str, error: str, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    await respond(send, status, error_body(detail, error), headers)
 
 
 class Guard:
@@ -98,7 +96,7 @@ class Guard:
 
         try:
             if not self._authorized(scope):
-                await _answer(
+                await _refuse(
                     timed_send,
                     401,
                     "this service requires 'Authorization: Bearer <token>' (the token it was "
@@ -110,9 +108,7 @@ class Guard:
             limit = self.max_body_bytes
             declared = self._declared_size(scope)
             if declared is not None and declared > limit:
-                await _answer(
-                    timed_send, 413, self._too_large(declared), "PayloadTooLargeError", []
-                )
+                await _refuse(timed_send, 413, self._too_large(declared), "PayloadTooLargeError")
                 return
             received = 0
 
@@ -129,8 +125,8 @@ class Guard:
                 await self.app(scope, limited_receive, timed_send)
             except BodyTooLarge:
                 if not started:
-                    await _answer(
-                        timed_send, 413, self._too_large(received), "PayloadTooLargeError", []
+                    await _refuse(
+                        timed_send, 413, self._too_large(received), "PayloadTooLargeError"
                     )
         finally:
             self.metrics.observe(scope["path"], status, time.perf_counter() - start)

@@ -49,7 +49,7 @@ from deepbandits.errors import (
 )
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.serve import MAX_BODY_BYTES
-from deepbandits.serve.app import decision_out, dumps, status_of
+from deepbandits.serve.answers import decision_out, dumps, status_of
 from deepbandits.serve.replicas import (
     MergeRounds,
     ReplicaState,
