@@ -4,10 +4,10 @@ FastAPI.
 FastAPI's middleware, routing, dependency solving and response handling cost about 0.1 ms of CPU
 per request, more than a decision and its log entry together. :class:`Direct` answers ``POST``
 on the paths it is given itself: it reads the body, validates it with the route's pydantic model
-(``model_validate_json``: pydantic's JSON parser, which reads ``NaN`` as Python's does, so the
-policy's own check refuses it by name), awaits the handler and writes its answer with orjson.
-Everything else goes to FastAPI, which also documents the same routes (``/docs``) and answers
-them the same way if called. Invalid bodies and the library's errors get the answers the
+(:func:`parse`: orjson, or pydantic's JSON parser, which reads ``NaN`` as Python's does, so
+that the policy's own check refuses it by name), awaits the handler and writes its answer with
+orjson. Everything else goes to FastAPI, which also documents the same routes (``/docs``) and
+answers them the same way if called. Invalid bodies and the library's errors get the answers the
 FastAPI app gives (:mod:`deepbandits.serve.answers`).
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
 from deepbandits.errors import DeepBanditsError, InputValueError
@@ -48,6 +49,16 @@ async def read_body(receive: Receive) -> bytes:
             return b"".join(chunks)
 
 
+def parse(model: type[BaseModel], body: bytes) -> BaseModel:
+    """``body`` validated as a ``model``: parsed by orjson, or, for what orjson refuses (not
+    JSON, or ``NaN``, which Python's JSON reads), by pydantic's parser and its messages."""
+    try:
+        values = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return model.model_validate_json(body)
+    return model.model_validate(values)
+
+
 class Direct:
     """``POST`` on the paths of ``routes`` (path → request model, handler) answered directly;
     every other request goes to ``fallback`` (module notes)."""
@@ -66,7 +77,7 @@ class Direct:
         try:
             if not is_json(scope):
                 raise InputValueError(NOT_AN_OBJECT)
-            answer = await handler(model.model_validate_json(body))
+            answer = await handler(parse(model, body))
         except ValidationError as exc:
             await respond(send, 422, invalid_body(exc.errors(include_url=False)))
         except DeepBanditsError as exc:

@@ -84,9 +84,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def decision_body(decision: Decision, contexts: NDArray[np.float64], rng: dict[str, Any]) -> str:
+def rng_json(state: dict[str, Any]) -> str:
+    """A generator's state as the JSON text of a decision event's ``rng`` (written once per
+    call that decides: a batch's decisions all log the state after the batch)."""
+    return json.dumps(state, separators=(",", ":"))
+
+
+def decision_body(decision: Decision, contexts: NDArray[np.float64], rng: str) -> str:
     """The JSON body of a decision event: ``contexts`` are every arm's (the checked array the
-    policy decided on), ``rng`` the policy's generator state after the decision."""
+    policy decided on), ``rng`` the policy's generator state after the decision
+    (:func:`rng_json`)."""
     features = decision.features
     same = features is None or (
         features is decision.context
@@ -99,18 +106,16 @@ def decision_body(decision: Decision, contexts: NDArray[np.float64], rng: dict[s
     body = {
         "arm": decision.arm,
         "propensity": decision.propensity,
-        "mean": decision.mean.tolist(),
-        "width": decision.width.tolist(),
         "learned": decision.model_version,
         "round": decision.round,
         "mask": None if decision.mask is None else decision.mask.tolist(),
         "no_features": decision.features is None,
         "head": decision.head,
         "extra": {k: _plain(v) for k, v in decision.extra.items()},
-        "rng": rng,
     }
     text = json.dumps(body, separators=(",", ":"))
-    arrays = f'"contexts":{_array_json(contexts)},"features":'
+    arrays = f'"mean":{_array_json(decision.mean)},"width":{_array_json(decision.width)},'
+    arrays += f'"rng":{rng},"contexts":{_array_json(contexts)},"features":'
     arrays += "null" if same else _array_json(features)
     return f"{text[:-1]},{arrays}}}"
 

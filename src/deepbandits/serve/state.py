@@ -25,6 +25,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from deepbandits._io import folder_lock
@@ -32,8 +33,9 @@ from deepbandits.errors import ConcurrentUseError, EventLogError, InputValueErro
 from deepbandits.policies import Decision, Policy
 from deepbandits.policies.evaluation import Learned
 from deepbandits.serve import recovery, training
-from deepbandits.serve.events import decision_body, network_body, reward_body
+from deepbandits.serve.events import decision_body, network_body, reward_body, rng_json
 from deepbandits.serve.log import DURABILITY, EventLog
+from deepbandits.serve.recovery import as_float_array
 from deepbandits.serve.store import StateFolder, policy_bytes
 
 LOG = logging.getLogger("deepbandits.serve")
@@ -45,6 +47,22 @@ _HELD_LOCK = threading.Lock()
 def _release(key: Path) -> None:
     with _HELD_LOCK:
         _HELD.discard(key)
+
+
+def plain_numbers(contexts: Any, ndim: int) -> Any:
+    """``contexts`` as one float64 array when they are nested lists of plain numbers with
+    ``ndim`` dimensions (what the policy's check makes of them, done once for the policy and
+    the log; a batch of equal-shaped requests then takes the policy's stacked path), otherwise
+    unchanged, for the policy's own check and message."""
+    if not isinstance(contexts, list):
+        return contexts
+    try:
+        array = np.asarray(contexts)
+    except (TypeError, ValueError):
+        return contexts
+    if array.ndim != ndim or array.dtype.kind not in "biuf":
+        return contexts
+    return array.astype(np.float64, copy=False)
 
 
 #: Seconds :meth:`ServiceState.close` waits for a training in flight before leaving it.
@@ -159,17 +177,23 @@ class ServiceState:
         if self.log.failure is not None:
             raise EventLogError(f"the event log cannot be written: {self.log.failure}")
 
-    def _log_decision(self, decision: Decision, contexts: Any) -> Future[int]:
-        rng = self.policy._rng.bit_generator.state
-        body = decision_body(decision, recovery.as_float_array(contexts), rng)
-        return self.log.append("decision", decision.time, decision.id, self.model_version, body)[1]
+    def _log_decisions(
+        self, decisions: list[Decision], contexts: Sequence[Any]
+    ) -> list[Future[int]]:
+        rng = rng_json(self.policy._rng.bit_generator.state)
+        version, append = self.model_version, self.log.append
+        return [
+            append("decision", d.time, d.id, version, decision_body(d, as_float_array(X), rng))[1]
+            for d, X in zip(decisions, contexts, strict=True)
+        ]
 
     def decide(self, contexts: Any, mask: Any = None) -> tuple[Decision, Future[int]]:
         """``policy.decide(contexts, mask)``, logged; returns the decision and its commit."""
+        contexts = plain_numbers(contexts, 2)
         with self.lock:
             self._check_open()
             decision = self.policy.decide(contexts, mask)
-            future = self._log_decision(decision, contexts)
+            (future,) = self._log_decisions([decision], [contexts])
             self._count(1)
         return decision, future
 
@@ -177,10 +201,11 @@ class ServiceState:
         self, contexts: Sequence[Any], masks: Sequence[Any] | None = None
     ) -> tuple[list[Decision], list[Future[int]]]:
         """``policy.decide_batch(contexts, masks)``, logged; the decisions and their commits."""
+        batch = plain_numbers(list(contexts), 3)
         with self.lock:
             self._check_open()
-            decisions = self.policy.decide_batch(list(contexts), masks)
-            futures = [self._log_decision(d, X) for d, X in zip(decisions, contexts, strict=True)]
+            decisions = self.policy.decide_batch(batch, masks)
+            futures = self._log_decisions(decisions, batch)
             self._count(len(decisions))
         return decisions, futures
 
