@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -31,9 +30,8 @@ from deepbandits.policies.decision import Decision, decision_from_state
 KINDS = ("decision", "reward", "network")
 
 
-@dataclass(frozen=True)
-class Event:
-    """One row of the log.
+class Event(NamedTuple):
+    """One row of the log: its columns in order (as :mod:`sqlite3` reads them), the CRC aside.
 
     Attributes
     ----------

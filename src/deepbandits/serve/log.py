@@ -122,7 +122,7 @@ def salvage(path: Path, reason: str) -> tuple[int, Path]:
         try:
             meta = list(old.execute("SELECT key, value FROM meta"))
             for event in _rows(old, 0):
-                kept.append((*vars(event).values(), event.crc()))
+                kept.append((*event, event.crc()))
         finally:
             old.close()
     except (sqlite3.DatabaseError, EventLogError) as exc:

@@ -31,6 +31,17 @@ from deepbandits.serve.state import ServiceState
 #: Latency buckets (seconds): the service answers in milliseconds.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 TRAINING_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+#: The gauges read from the state's health: its key, the metric's name and help.
+GAUGES = (
+    (
+        "expired",
+        "expired_decisions",
+        "Decisions that expired before their reward (since the folder was created)",
+    ),
+    ("pending", "pending_decisions", "Decisions awaiting their reward"),
+    ("model_version", "model_version", "The network version in force"),
+    ("events", "events", "Decisions and rewards logged since the state folder was created"),
+)
 ENDPOINTS = ("/v1/decide", "/v1/decide_batch", "/v1/reward", "/v1/health", "/v1/snapshot")
 
 
@@ -44,41 +55,29 @@ class ServiceMetrics:
         self.registry = registry = CollectorRegistry()
         self.decisions = Counter("deepbandits_decisions", "Decisions made", registry=registry)
         self.rewards = Counter("deepbandits_rewards", "Rewards learned", registry=registry)
+        self.trainings = Counter(
+            "deepbandits_trainings", "Network trainings swapped in", registry=registry
+        )
         self.errors = Counter(
             "deepbandits_errors", "Answers with an HTTP error status", ["code"], registry=registry
         )
-        self.latency = Histogram(
+        latency = Histogram(
             "deepbandits_request_seconds",
             "Time to answer a request, its commit included",
             ["endpoint"],
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
-        self.trainings = Counter(
-            "deepbandits_trainings", "Network trainings swapped in", registry=registry
-        )
+        self.latency = {path: latency.labels(path) for path in ENDPOINTS}  # one lookup each
         self.training_seconds = Histogram(
             "deepbandits_training_seconds",
             "Duration of a network training",
             buckets=TRAINING_BUCKETS,
             registry=registry,
         )
-        self.expired = Gauge(
-            "deepbandits_expired_decisions",
-            "Decisions that expired before their reward (since the folder was created)",
-            registry=registry,
-        )
-        self.pending = Gauge(
-            "deepbandits_pending_decisions", "Decisions awaiting their reward", registry=registry
-        )
-        self.model_version = Gauge(
-            "deepbandits_model_version", "The network version in force", registry=registry
-        )
-        self.events = Gauge(
-            "deepbandits_events",
-            "Decisions and rewards logged since the state folder was created",
-            registry=registry,
-        )
+        self.gauges = {
+            key: Gauge(f"deepbandits_{name}", text, registry=registry) for key, name, text in GAUGES
+        }
         state.training_listeners.append(self._trained)
 
     def _trained(self, seconds: float) -> None:
@@ -87,16 +86,15 @@ class ServiceMetrics:
 
     def observe(self, path: str, status: int, seconds: float) -> None:
         """Record one answer: its latency by endpoint, and its status when it is an error."""
-        if path in ENDPOINTS:
-            self.latency.labels(path).observe(seconds)
+        histogram = self.latency.get(path)
+        if histogram is not None:
+            histogram.observe(seconds)
         if status >= 400:
             self.errors.labels(str(status)).inc()
 
     def render(self) -> bytes:
         """The metrics in Prometheus' text format, the gauges read from the state now."""
         health = self.state.health()
-        self.expired.set(health["expired"])
-        self.pending.set(health["pending"])
-        self.model_version.set(health["model_version"])
-        self.events.set(health["events"])
+        for key, gauge in self.gauges.items():
+            gauge.set(health[key])
         return generate_latest(self.registry)
