@@ -20,10 +20,12 @@ decision and reward that was answered must be there (``lost``, must be 0). Neura
 trains on a schedule that keeps a training running; ``training`` is the share of the measured
 time a training ran (``deepbandits_training_seconds`` of ``/metrics``).
 
-Prints one Markdown table: decisions/s (answered decisions over the run's wall time), the
-client-measured latency of ``decide`` (p50/p95/p99; of the whole batch request for the batch
-endpoint), rewards answered and the reward's p99, and the server's CPU time per decision (its
-reward included; from ``/proc``), which does not depend on what else runs on the machine.
+Prints one Markdown table, and writes it with what was run to ``--out`` (default
+``benchmarks/results/serve_load.md``; ``--out ''`` for none): decisions/s (answered
+decisions over the run's wall time), the client-measured latency of ``decide`` (p50/p95/p99;
+of the whole batch request for the batch endpoint), rewards answered and the reward's p99, and
+the server's CPU time per decision (its reward included; from ``/proc``), which depends less
+than the rate on what else runs on the machine.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import argparse
 import asyncio
 import os
 import re
+import shlex
 import signal
 import socket
 import sqlite3
@@ -48,12 +51,15 @@ import numpy as np
 import orjson
 import uvloop
 
+from deepbandits._io import write_atomic
+
 LINUCB = "linucb:reward_range=[0,1],seed=0"
 #: the default network; a training every 100 rewards (after 200) of 300 steps: one always runs
 NEURAL = (
     "neural-sigma2-linucb:reward_range=[0,1],train_start=200,train_every=100,warmup_every=0,"
     "train_steps=300,seed=0"
 )
+OUT = Path(__file__).parent / "results" / "serve_load.md"
 JSON_TYPE = b"content-type: application/json\r\n\r\n"
 
 
@@ -190,10 +196,6 @@ class Pool:
         self.idle.append(conn)
         return answer
 
-    def close(self) -> None:
-        for conn in self.idle:
-            conn.close()
-
 
 def bodies(n: int, arms: int, features: int, seed: int) -> list[tuple[bytes, np.ndarray]]:
     """``n`` decide bodies with their contexts."""
@@ -269,7 +271,6 @@ async def single(
                 await reward(http, data["decision_id"], value)
         while pending:
             await asyncio.gather(*list(pending))
-        http.close()
 
     await asyncio.gather(*(worker() for _ in range(res.concurrency)))
 
@@ -292,7 +293,6 @@ async def batch(
             answer = await http.json("POST", "/v1/decide_batch", body)
             res.latencies.append(time.perf_counter() - start)
             res.ids.extend(d["decision_id"] for d in answer["decisions"])
-        http.close()
 
     await asyncio.gather(*(worker() for _ in range(res.concurrency)))
 
@@ -340,7 +340,11 @@ def main() -> None:
     parser.add_argument("--features", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="a tenth of the work")
     parser.add_argument("--only", help="run only the cases whose name contains this")
+    parser.add_argument(
+        "--out", default=str(OUT), help="Markdown file written with the table ('' for none)"
+    )
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     if args.quick:
         args.decisions //= 10
         args.batch_decisions //= 10
@@ -361,17 +365,35 @@ def main() -> None:
             res.case = name
             print(" | ".join(res.row()), file=sys.stderr)
             results.append(res)
+    report = render(results, args, load_before)
+    print(report)
+    if args.out:
+        write_atomic(args.out, report)
+
+
+def render(results: list[Result], args: argparse.Namespace, load_before: float) -> str:
+    """The run as Markdown: what was run, on what, and one table row per case."""
     head = ["policy", "durability", "endpoint", "clients", "decisions", "s", "decisions/s"]
     head += ["decide p50 / p95 / p99 ms", "rewards", "reward p99 ms", "training"]
     head += ["server CPU ms per decision", "lost"]
-    print(
-        f"\n{args.arms} arms x {args.features} features, reward delay {args.reward_delay} s, "
-        f"{os.cpu_count()} CPUs; server and clients on the same machine\n"
-    )
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for res in results:
-        print("| " + " | ".join(res.row()) + " |")
+    command = shlex.join(["python", "benchmarks/serve_load.py", *sys.argv[1:]])
+    lines = [
+        f"# `benchmarks/serve_load.py` (issue 24), measured {time.strftime('%Y-%m-%d')}",
+        "",
+        f"`{command}`: {args.arms} arms x {args.features} features, reward delay "
+        f"{args.reward_delay} s; {os.cpu_count()} CPUs shared by the server (its own process) "
+        f"and the clients (one process), Python {sys.version.split()[0]}; load average "
+        f"{load_before:.1f} at the start of the run, {os.getloadavg()[0]:.1f} at its end "
+        "(the machine is shared). `server CPU ms per decision`: the server process's CPU time "
+        "over the run divided by the decisions answered (their rewards included), from "
+        "`/proc`. After each case the server was killed with SIGKILL and every answered "
+        "decision and reward looked up in its log (`lost`).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *("| " + " | ".join(res.row()) + " |" for res in results),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
