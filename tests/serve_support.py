@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from deepbandits.client import ServiceClient
+from deepbandits.errors import ServiceError
 from deepbandits.serve.app import create_app
 from deepbandits.serve.server import BackgroundServer
 from deepbandits.serve.state import ServiceState
@@ -62,3 +68,41 @@ def wait_idle(state: ServiceState, timeout: float = 30.0) -> None:
     while state.training:
         assert time.monotonic() < deadline, "the training did not finish"
         time.sleep(0.01)
+
+
+class Served:
+    """``deepbandits serve`` on ``folder`` as a real process (port 0, stderr to a file)."""
+
+    def __init__(self, folder: Path, spec: str) -> None:
+        self.folder = folder
+        self.spec = spec
+        self.lives = 0
+
+    def start(self) -> str:
+        self.lives += 1
+        self.err = self.folder.parent / f"serve-{self.lives}.err"
+        argv = [sys.executable, "-m", "deepbandits", "serve", "--policy", self.spec]
+        argv += ["--state", str(self.folder), "--port", "0", "--snapshot-every", "25"]
+        with open(self.err, "w") as err:
+            self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 60
+        while True:
+            found = re.search(r" on (http://127\.0\.0\.1:\d+) ", self.err.read_text())
+            if found:
+                self.url = found[1]
+                break
+            assert self.process.poll() is None, self.err.read_text()
+            assert time.monotonic() < deadline, "the service did not start"
+            time.sleep(0.05)
+        with ServiceClient(self.url) as client:
+            while True:
+                try:
+                    client.health()
+                    return self.url
+                except ServiceError:
+                    assert time.monotonic() < deadline, "the service did not answer"
+                    time.sleep(0.05)
+
+    def kill(self) -> None:
+        os.kill(self.process.pid, signal.SIGKILL)
+        assert self.process.wait(30) == -signal.SIGKILL

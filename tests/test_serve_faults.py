@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from contextlib import closing
@@ -32,7 +28,7 @@ from deepbandits.client import ServiceClient
 from deepbandits.errors import ServiceError
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.serve import training
-from serve_support import running, wait_idle
+from serve_support import Served, running, wait_idle
 
 LINUCB = "linucb:reward_range=[0,1],seed=3"
 # a training every 40 rewards (after 40), each about a third of a second: often in flight
@@ -46,44 +42,6 @@ CLIENTS = 3
 
 def reward_of(contexts: np.ndarray, arm: int) -> float:
     return float(1.0 / (1.0 + np.exp(-contexts[arm].sum())))
-
-
-class Served:
-    """``deepbandits serve`` on ``folder`` as a real process (port 0, stderr to a file)."""
-
-    def __init__(self, folder: Path, spec: str) -> None:
-        self.folder = folder
-        self.spec = spec
-        self.lives = 0
-
-    def start(self) -> str:
-        self.lives += 1
-        self.err = self.folder.parent / f"serve-{self.lives}.err"
-        argv = [sys.executable, "-m", "deepbandits", "serve", "--policy", self.spec]
-        argv += ["--state", str(self.folder), "--port", "0", "--snapshot-every", "25"]
-        with open(self.err, "w") as err:
-            self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
-        deadline = time.monotonic() + 60
-        while True:
-            found = re.search(r" on (http://127\.0\.0\.1:\d+) ", self.err.read_text())
-            if found:
-                self.url = found[1]
-                break
-            assert self.process.poll() is None, self.err.read_text()
-            assert time.monotonic() < deadline, "the service did not start"
-            time.sleep(0.05)
-        with ServiceClient(self.url) as client:
-            while True:
-                try:
-                    client.health()
-                    return self.url
-                except ServiceError:
-                    assert time.monotonic() < deadline, "the service did not answer"
-                    time.sleep(0.05)
-
-    def kill(self) -> None:
-        os.kill(self.process.pid, signal.SIGKILL)
-        assert self.process.wait(30) == -signal.SIGKILL
 
 
 class Traffic:

@@ -15,14 +15,14 @@ then item_feature_1..3 one-hot, encoded per file since the two logs hash them di
 the action features; positions 1..3 become 0..2.
 
 **The decision service's log** (``deepbandits export-log STATE --format parquet|csv``,
-:mod:`deepbandits.serve.export`): one row per decision with the columns ``action`` (int; ``arm``
-is read too), ``propensity`` (float in (0, 1]), ``reward`` (float, null while pending),
+:mod:`deepbandits.serve.export`, or the state folder ``STATE`` itself, read the same way from
+either layout of its log): one row per decision with the columns ``action`` (int; ``arm`` is
+read too), ``propensity`` (float in (0, 1]), ``reward`` (float, null while pending),
 ``contexts`` (the request's arm contexts, a list of K lists of d floats; JSON text in CSV) and
 optionally ``mask`` (K booleans, or null for all), ``position``; the service's other columns
 (``decision_id``, ``time_decided``, ``time_rewarded``, ``model_version``, ``reward_range``,
-``n_arms``) are not needed. Decisions without a
-reward are left out (a warning says how many); requests with fewer arms than the largest are
-padded with masked zero rows.
+``n_arms``) are not needed. Decisions without a reward are left out (a warning says how many);
+requests with fewer arms than the largest are padded with masked zero rows.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import check_choice
 from deepbandits.datasets.location import ENV_VAR, data_home, data_home_origin
-from deepbandits.errors import DataError, DataNotFoundError, InputValueError
+from deepbandits.errors import DataError, DataNotFoundError, DeepBanditsError, InputValueError
 from deepbandits.ope.log import LoggedBandit, make_log
 
 OBD_BEHAVIORS = ("random", "bts")
@@ -159,19 +159,30 @@ def _request(value: Any, path: Path, row: int) -> NDArray[np.float64]:
     return matrix
 
 
-def read_service_log(path: str | os.PathLike[str]) -> LoggedBandit:
-    """The decision service's exported log (Parquet or CSV; module notes)."""
-    path = Path(path)
+def _service_frame(path: Path) -> pd.DataFrame:
+    """The table of a service log: exported (Parquet or CSV), or read from the state folder."""
+    if path.is_dir():
+        from deepbandits.serve.export import log_table  # the service's modules only when asked
+
+        try:
+            return log_table(path)
+        except DeepBanditsError as exc:
+            raise DataError(str(exc)) from None
     if not path.is_file():
         raise DataNotFoundError(f"no log file at {path}")
     try:
-        frame = (
-            pd.read_parquet(path)
-            if path.suffix.lower() in (".parquet", ".pq")
-            else pd.read_csv(path)
-        )
+        if path.suffix.lower() in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
     except (OSError, ValueError) as exc:
         raise DataError(f"{path} cannot be read as {path.suffix[1:] or 'CSV'}: {exc}") from None
+
+
+def read_service_log(path: str | os.PathLike[str]) -> LoggedBandit:
+    """The decision service's log (exported as Parquet or CSV, or its state folder; module
+    notes)."""
+    path = Path(path)
+    frame = _service_frame(path)
     if "action" not in frame.columns and "arm" in frame.columns:
         frame = frame.rename(columns={"arm": "action"})
     missing = [c for c in SERVICE_COLUMNS if c not in frame.columns]
@@ -236,6 +247,8 @@ def load_logged(
     Parameters
     ----------
     source : "obd" or path
+        ``"obd"``, or a service log: a file written by ``deepbandits export-log`` or the
+        service's state folder.
     behavior : {"random", "bts"}
     campaign : {"all", "men", "women"}
     data_dir : path, optional

@@ -4,6 +4,7 @@
 :mod:`~deepbandits.serve.state`      :class:`ServiceState`: the policy, its log, its folder
 :mod:`~deepbandits.serve.log`        the event log (SQLite, WAL, group commits)
 :mod:`~deepbandits.serve.events`     the events as rows of the log, and back
+:mod:`~deepbandits.serve.batches`    a batch of decisions as one binary event
 :mod:`~deepbandits.serve.store`      the state folder's files: checkpoints, network versions
 :mod:`~deepbandits.serve.recovery`   creating a folder, loading and replaying on start
 :mod:`~deepbandits.serve.training`   training off the request path, swapping weights in

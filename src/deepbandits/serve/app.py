@@ -144,11 +144,11 @@ def create_app(
             raise InputValueError("requests must hold at least one request, but 0 are given")
         contexts = [r.contexts for r in body.requests]
         masks = [r.mask for r in body.requests]
-        decisions, futures = state.decide_batch(contexts, masks)
+        decisions, future = state.decide_batch(contexts, masks)
         metrics.decisions.inc(len(decisions))
         version = state.model_version
         out = {"decisions": [decision_out(d, version) for d in decisions]}
-        await asyncio.wrap_future(futures[-1])  # one commit holds them in order
+        await asyncio.wrap_future(future)
         return out
 
     async def reward(body: RewardRequest) -> dict[str, Any]:

@@ -1,18 +1,22 @@
 """The events of a decision service, as rows of its log and back.
 
-Three kinds of event make up everything a service did, in the order it did it:
+Four kinds of event make up everything a service did, in the order it did it:
 
 * ``decision``: one decision with every arm's context, the mask, the arm, its propensity, every
   arm's mean and width, the rewards learned when it was made (the library's
   ``Decision.model_version``), the round, what learning needs (the features, unless they are the
   context itself; the head; the exploration's extra values) and the policy's generator state
   after it (so that a restarted service continues the same random draws);
+* ``batch``: the decisions of one ``decide_batch`` call, as binary arrays in one row
+  (:mod:`deepbandits.serve.batches`; log format 2: a log of format 1 holds one decision event
+  per decision of a batch, and still replays);
 * ``reward``: a reward learned for a decision id, with its reward range and oracle σ²;
 * ``network``: a network version swapped in by training (the file holding its weights).
 
 Every row carries the service's model version (the network version in force) and a CRC-32 of
 its contents, so that a row damaged on disk is found, not replayed. Floats are written by JSON
-as Python's shortest round-trip representation, so every number reads back bit for bit.
+as Python's shortest round-trip representation (or, in a batch event, as their bytes), so every
+number reads back bit for bit.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from numpy.typing import NDArray
 
 from deepbandits.policies.decision import Decision, decision_from_state
 
-KINDS = ("decision", "reward", "network")
+KINDS = ("decision", "batch", "reward", "network")
 
 
 class Event(NamedTuple):
@@ -37,15 +41,16 @@ class Event(NamedTuple):
     ----------
     seq : int
         Position in the log (1, 2, ...; the order the service applied the events in).
-    kind : {"decision", "reward", "network"}
+    kind : {"decision", "batch", "reward", "network"}
     time : float
         Wall-clock time (seconds since the epoch).
     decision_id : str or None
-        The decision's id (decision and reward events).
+        The decision's id (decision and reward events; None for a batch, whose body holds
+        its decisions' ids).
     model_version : int
         The network version in force (0 until the first training is swapped in).
-    body : str
-        The event's values as JSON.
+    body : str or bytes
+        The event's values as JSON (bytes: a batch event's header and arrays).
     """
 
     seq: int
@@ -53,7 +58,7 @@ class Event(NamedTuple):
     time: float
     decision_id: str | None
     model_version: int
-    body: str
+    body: str | bytes
 
     def values(self) -> dict[str, Any]:
         """The body as a dict."""
@@ -67,11 +72,12 @@ class Event(NamedTuple):
 
 
 def row_crc(
-    seq: int, kind: str, time: float, decision_id: str | None, model_version: int, body: str
+    seq: int, kind: str, time: float, decision_id: str | None, model_version: int, body: str | bytes
 ) -> int:
-    """CRC-32 of a row's fields."""
-    text = f"{seq}|{kind}|{time!r}|{decision_id}|{model_version}|{body}"
-    return zlib.crc32(text.encode("utf-8"))
+    """CRC-32 of a row's fields: of ``seq|kind|time|decision_id|model_version|body`` in UTF-8
+    (a binary body as it is)."""
+    head = zlib.crc32(f"{seq}|{kind}|{time!r}|{decision_id}|{model_version}|".encode())
+    return zlib.crc32(body if isinstance(body, bytes) else body.encode("utf-8"), head)
 
 
 def _plain(value: Any) -> Any:

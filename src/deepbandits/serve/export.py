@@ -17,7 +17,9 @@ One row per decision, in the order they were made:
 ``mask``          the arms available: K booleans, or null for all (JSON text in CSV)
 ================= =====================================================================
 
-The log is read through a read-only connection, so a running service may keep writing.
+The log is read through a read-only connection, so a running service may keep writing. Both
+layouts of the log give the same table: a decision event is one row, a batch event
+(:mod:`deepbandits.serve.batches`) one row per decision it holds.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ import pandas as pd
 
 from deepbandits._io import write_atomic
 from deepbandits.errors import EventLogError, InputValueError
-from deepbandits.serve.log import problem_of
+from deepbandits.serve.batches import KIND as BATCH
+from deepbandits.serve.batches import read_batch, request_masks
+from deepbandits.serve.log import log_format, problem_of
 from deepbandits.serve.store import LOG_FILE
 
 FORMATS = ("parquet", "csv")
@@ -49,11 +53,40 @@ COLUMNS = (
     "contexts",
     "mask",
 )
-QUERY = """
-SELECT d.decision_id, d.time, d.model_version, d.body, r.time, r.body
-FROM events AS d LEFT JOIN events AS r ON r.kind = 'reward' AND r.decision_id = d.decision_id
-WHERE d.kind = 'decision' ORDER BY d.seq
-"""
+DECISIONS = (
+    "SELECT kind, decision_id, time, model_version, body FROM events "
+    f"WHERE kind IN ('decision', '{BATCH}') ORDER BY seq"
+)
+REWARDS = "SELECT decision_id, time, body FROM events WHERE kind = 'reward'"
+
+
+def _decided(kind: str, decision_id: str | None, body: str | bytes) -> list[dict[str, Any]]:
+    """The decisions of a decision or batch event: id, action, propensity, contexts, mask."""
+    if kind != BATCH:
+        d = json.loads(body)
+        return [
+            {
+                "decision_id": decision_id,
+                "action": d["arm"],
+                "propensity": d["propensity"],
+                "contexts": d["contexts"],
+                "mask": d["mask"],
+            }
+        ]
+    arrays = read_batch(body)[1]  # type: ignore[arg-type]
+    masks = [None if m is None else m.tolist() for m in request_masks(arrays)]
+    columns = zip(
+        arrays["ids"].tolist(),
+        arrays["arms"].tolist(),
+        arrays["propensity"].tolist(),
+        arrays["contexts"].tolist(),
+        masks,
+        strict=True,
+    )
+    return [
+        {"decision_id": i.decode("ascii"), "action": a, "propensity": p, "contexts": x, "mask": m}
+        for i, a, p, x, m in columns
+    ]
 
 
 def log_table(state: str | Path) -> pd.DataFrame:
@@ -73,24 +106,22 @@ def log_table(state: str | Path) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        for decision_id, t, version, body, t_reward, reward_body in conn.execute(QUERY):
-            d = json.loads(body)
-            r = json.loads(reward_body) if reward_body is not None else None
-            rows.append(
-                {
-                    "decision_id": decision_id,
-                    "time_decided": t,
-                    "time_rewarded": t_reward,
-                    "model_version": version,
-                    "action": d["arm"],
-                    "propensity": d["propensity"],
-                    "reward": None if r is None else r["reward"],
-                    "reward_range": None if r is None else r["reward_range"],
-                    "n_arms": len(d["contexts"]),
-                    "contexts": d["contexts"],
-                    "mask": d["mask"],
-                }
-            )
+        log_format(conn)
+        rewards = {i: (t, json.loads(body)) for i, t, body in conn.execute(REWARDS)}
+        for kind, decision_id, t, version, body in conn.execute(DECISIONS):
+            for row in _decided(kind, decision_id, body):
+                t_reward, r = rewards.get(row["decision_id"], (None, None))
+                rows.append(
+                    {
+                        **row,
+                        "time_decided": t,
+                        "time_rewarded": t_reward,
+                        "model_version": version,
+                        "reward": None if r is None else r["reward"],
+                        "reward_range": None if r is None else r["reward_range"],
+                        "n_arms": len(row["contexts"]),
+                    }
+                )
     except sqlite3.DatabaseError as exc:
         raise EventLogError(f"the event log {path} cannot be read: {exc}") from None
     finally:

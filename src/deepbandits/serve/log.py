@@ -12,9 +12,14 @@ or ``full`` (``synchronous=FULL``: the log is fsynced at each commit, which also
 loss).
 
 The file is plain SQLite (any ``sqlite3`` reads it; the table ``events`` is described in
-:mod:`deepbandits.serve.events`). Opening checks it (``PRAGMA quick_check``, the schema); a
-damaged file is moved aside and the readable rows, in order up to the first damaged one, are
-copied into a new file (:func:`salvage`), with a message saying so.
+:mod:`deepbandits.serve.events`). Its ``meta`` table records the layout's version, ``format``:
+1, one JSON row per decision; 2 (:data:`FORMAT`), which adds the binary batch event
+(:mod:`deepbandits.serve.batches`). A format-1 log is read as it is and marked format 2 once
+opened for writing (its rows stay valid); a log of a newer format is refused.
+
+Opening checks the file (``PRAGMA quick_check``, the schema); a damaged file is moved aside
+and the readable rows, in order up to the first damaged one, are copied into a new file
+(:func:`salvage`), with a message saying so.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from deepbandits.serve.events import Event, row_crc
 DURABILITY = {"normal": "NORMAL", "full": "FULL"}
 #: Most events one transaction writes.
 MAX_GROUP = 4096
-FORMAT = 1
+#: The layout this version writes (module notes).
+FORMAT = 2
 LOG = logging.getLogger("deepbandits.serve")
 
 SCHEMA = """
@@ -92,6 +98,19 @@ def problem_of(path: Path) -> str | None:
     if not {"events", "meta"} <= tables:
         return "it has no events table (not a deepbandits event log)"
     return None
+
+
+def log_format(conn: sqlite3.Connection) -> int:
+    """The format of the log open on ``conn`` (1 when unrecorded); a format newer than
+    :data:`FORMAT` raises :class:`~deepbandits.errors.EventLogError`."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    found = 1 if row is None else int(row[0])
+    if found > FORMAT:
+        raise EventLogError(
+            f"the event log is of format {found}, newer than this version of deepbandits reads "
+            f"({FORMAT}): upgrade deepbandits"
+        )
+    return found
 
 
 def _rows(conn: sqlite3.Connection, after: int) -> Iterator[Event]:
@@ -191,6 +210,12 @@ class EventLog:
             "INSERT OR IGNORE INTO meta VALUES ('format', ?), ('created', ?)",
             (str(FORMAT), repr(time.time())),
         )
+        try:
+            log_format(self._conn)
+        except EventLogError:
+            self._conn.close()
+            raise
+        self._conn.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(FORMAT),))
         self._seq = self.last_seq()
         self._committed = self._seq
         self._lock = threading.Lock()
@@ -211,13 +236,13 @@ class EventLog:
         row = self._conn.execute("SELECT MAX(seq) FROM events").fetchone()
         return int(row[0] or 0)
 
-    def count(self, *kinds: str) -> int:
-        """How many events of ``kinds`` the log holds."""
+    def count_to(self, seq: int, *kinds: str) -> int:
+        """How many events of ``kinds`` the log holds up to event ``seq``."""
         marks = ",".join("?" * len(kinds))
         conn = self.reader()
         try:
-            sql = f"SELECT COUNT(*) FROM events WHERE kind IN ({marks})"
-            return int(conn.execute(sql, kinds).fetchone()[0])
+            sql = f"SELECT COUNT(*) FROM events WHERE seq <= ? AND kind IN ({marks})"
+            return int(conn.execute(sql, (seq, *kinds)).fetchone()[0])
         finally:
             conn.close()
 
@@ -255,7 +280,7 @@ class EventLog:
             self._committed = max(self._committed, seq)
 
     def append(
-        self, kind: str, t: float, decision_id: str | None, model_version: int, body: str
+        self, kind: str, t: float, decision_id: str | None, model_version: int, body: str | bytes
     ) -> tuple[int, Future[int]]:
         """Number an event and queue it for the writer; its future resolves (to its number)
         once it is committed, or fails with :class:`~deepbandits.errors.EventLogError`."""

@@ -113,10 +113,10 @@ class PolicyReplica:
         return out
 
     async def decide_batch(self, contexts: list[Any], masks: list[Any]) -> list[dict[str, Any]]:
-        decisions, futures = self.state.decide_batch(contexts, masks)
+        decisions, future = self.state.decide_batch(contexts, masks)
         version = self.state.model_version
         outs = [{**decision_out(d, version), "decision_id": self._id(d.id)} for d in decisions]
-        await asyncio.wrap_future(futures[-1])
+        await asyncio.wrap_future(future)
         return outs
 
     async def learn(

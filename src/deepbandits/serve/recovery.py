@@ -4,8 +4,9 @@ checkpoint and replaying the events logged after it.
 Replaying an event does what the live service did when it logged it:
 
 * a decision goes back into the pending table as logged (same id, arm, propensity, features),
-  and expires what its arrival expired; the policy's generator ends in the state the last
-  logged decision left it in;
+  and expires what its arrival expired; a batch event puts back each of its decisions, as
+  ``decide_batch`` kept them; the policy's generator ends in the state the last logged
+  decision left it in;
 * a reward is learned by ``policy.learn`` with the logged values, so the ridge statistics are
   those of the uninterrupted process, bit for bit (the features come from the decisions);
 * a network event loads the network version file at that point, as the live swap did.
@@ -32,8 +33,8 @@ from deepbandits.errors import (
     InputValueError,
 )
 from deepbandits.experiments.specs import parse_spec
-from deepbandits.policies import Policy, load_policy, make_policy
-from deepbandits.serve import training
+from deepbandits.policies import Decision, Policy, load_policy, make_policy
+from deepbandits.serve import batches, training
 from deepbandits.serve.events import Event, decision_of
 from deepbandits.serve.log import EventLog
 from deepbandits.serve.store import StateFolder, policy_bytes, sha256
@@ -126,6 +127,8 @@ class Replay:
         self.model_version = model_version
         self.rng: dict[str, Any] | None = None
         self.n = 0
+        #: Decisions and rewards replayed.
+        self.n_events = 0
 
     def apply(self, event: Event) -> None:
         """Apply one event; one that does not fit the policy raises
@@ -143,20 +146,33 @@ class Replay:
         policy = self.policy
         if event.kind == "decision":
             decision, contexts, self.rng = decision_of(event)
-            if policy.n_features_in_ is None:
-                policy._check(contexts)  # fixes the dimension and builds the state, as decide did
-            policy.pending_.add(decision)
-            policy.pending_.expire(decision.round, decision.time)
+            self._keep([decision], contexts)
+        elif event.kind == batches.KIND:
+            assert isinstance(event.body, bytes)
+            decisions, stacked, self.rng = batches.batch_decisions(event.body, event.time)
+            self._keep(decisions, stacked[0])
         elif event.kind == "reward":
             v = event.values()
             bounds = None if v["reward_range"] is None else tuple(v["reward_range"])
             policy.learn(event.decision_id, v["reward"], sigma2=v["sigma2"], reward_range=bounds)
+            self.n_events += 1
         elif event.kind == "network":
             v = event.values()
             training.apply(policy, self.folder.read_network(v["file"], v["sha256"]))
             self.model_version = int(v["version"])
         else:
             raise EventLogError(f"unknown event kind {event.kind!r}")
+
+    def _keep(self, decisions: list[Decision], contexts: Any) -> None:
+        """Put logged decisions back into the pending table, as deciding kept them; ``contexts``
+        (one request's) fix the policy's dimension if no decision did yet."""
+        policy = self.policy
+        if policy.n_features_in_ is None:
+            policy._check(contexts)  # fixes the dimension and builds the state, as decide did
+        policy.pending_.add_many(decisions)
+        last = decisions[-1]
+        policy.pending_.expire(last.round, last.time)
+        self.n_events += len(decisions)
 
     def run(self, log: EventLog, after: int, notes: list[str]) -> int:
         """Apply every event after ``after``; a damaged row ends the log there (the rest is
@@ -187,6 +203,15 @@ class Replay:
         if self.rng is not None:
             self.policy._rng.bit_generator.state = self.rng
         return last
+
+
+def events_before(meta: dict[str, Any], log: EventLog) -> int:
+    """Decisions and rewards logged up to the checkpoint of sidecar ``meta``: as it counted them,
+    or, for a checkpoint written before it did (when the log held one row per decision), its
+    decision and reward rows up to it."""
+    if "events" in meta:
+        return int(meta["events"])
+    return log.count_to(int(meta["seq"]), "decision", "reward")
 
 
 def as_float_array(contexts: Any) -> np.ndarray:  # type: ignore[type-arg]

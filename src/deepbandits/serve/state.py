@@ -32,7 +32,7 @@ from deepbandits._io import folder_lock
 from deepbandits.errors import ConcurrentUseError, EventLogError, InputValueError, ServiceError
 from deepbandits.policies import Decision, Policy
 from deepbandits.policies.evaluation import Learned
-from deepbandits.serve import recovery, training
+from deepbandits.serve import batches, recovery, training
 from deepbandits.serve.events import decision_body, network_body, reward_body, rng_json
 from deepbandits.serve.log import DURABILITY, EventLog
 from deepbandits.serve.recovery import as_float_array
@@ -160,7 +160,7 @@ class ServiceState:
         self.replayed = replay.n
         self.policy: Policy = policy
         self.model_version = replay.model_version
-        self.n_events = self.log.count("decision", "reward")
+        self.n_events = recovery.events_before(meta, self.log) + replay.n_events
         self.n_trainings = 0
         self.training_failures = 0
         self._since_snapshot = 0
@@ -177,15 +177,21 @@ class ServiceState:
         if self.log.failure is not None:
             raise EventLogError(f"the event log cannot be written: {self.log.failure}")
 
-    def _log_decisions(
-        self, decisions: list[Decision], contexts: Sequence[Any]
-    ) -> list[Future[int]]:
+    def _log_decisions(self, decisions: list[Decision], contexts: Any) -> Future[int]:
+        """Append the events of ``decisions`` (made together from the requests ``contexts``):
+        one batch event when they fit its layout, else one decision event each. Returns the
+        commit of the last (the writer commits in order)."""
         rng = rng_json(self.policy._rng.bit_generator.state)
         version, append = self.model_version, self.log.append
-        return [
+        if isinstance(contexts, np.ndarray) and len(decisions) > 1:
+            body = batches.batch_body(decisions, contexts, rng)
+            if body is not None:
+                return append(batches.KIND, decisions[0].time, None, version, body)[1]
+        futures = [
             append("decision", d.time, d.id, version, decision_body(d, as_float_array(X), rng))[1]
             for d, X in zip(decisions, contexts, strict=True)
         ]
+        return futures[-1]
 
     def decide(self, contexts: Any, mask: Any = None) -> tuple[Decision, Future[int]]:
         """``policy.decide(contexts, mask)``, logged; returns the decision and its commit."""
@@ -193,21 +199,22 @@ class ServiceState:
         with self.lock:
             self._check_open()
             decision = self.policy.decide(contexts, mask)
-            (future,) = self._log_decisions([decision], [contexts])
+            future = self._log_decisions([decision], [contexts])
             self._count(1)
         return decision, future
 
     def decide_batch(
         self, contexts: Sequence[Any], masks: Sequence[Any] | None = None
-    ) -> tuple[list[Decision], list[Future[int]]]:
-        """``policy.decide_batch(contexts, masks)``, logged; the decisions and their commits."""
+    ) -> tuple[list[Decision], Future[int]]:
+        """``policy.decide_batch(contexts, masks)``, logged (requests of one shape as one batch
+        event); the decisions and the commit that holds them all."""
         batch = plain_numbers(list(contexts), 3)
         with self.lock:
             self._check_open()
             decisions = self.policy.decide_batch(batch, masks)
-            futures = self._log_decisions(decisions, batch)
+            future = self._log_decisions(decisions, batch)
             self._count(len(decisions))
-        return decisions, futures
+        return decisions, future
 
     def learn(
         self,
@@ -301,6 +308,7 @@ class ServiceState:
                 data = policy_bytes(self.policy)
                 meta = {
                     "seq": self.log.seq,
+                    "events": self.n_events,
                     "model_version": self.model_version,
                     "training_due": None if self.trainer is None else self.trainer.due_,
                     "time": time.time(),
