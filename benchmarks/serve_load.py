@@ -15,7 +15,7 @@ streams on uvloop, answers read by ``Content-Length``, JSON by orjson) rather th
 cores with it, was what limited the rate. The batch case sends ``POST
 /v1/decide_batch`` requests of ``--batch`` decisions (no rewards: the API has no batch reward).
 
-After the run the server is killed with SIGKILL and its log read with ``sqlite3``: every
+After the run the server is killed with SIGKILL and its log read back (``logged_ids``): every
 decision and reward that was answered must be there (``lost``, must be 0). Neural-σ²-LinUCB
 trains on a schedule that keeps a training running; ``training`` is the share of the measured
 time a training ran (``deepbandits_training_seconds`` of ``/metrics``).
@@ -37,12 +37,10 @@ import re
 import shlex
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +50,7 @@ import orjson
 import uvloop
 
 from deepbandits._io import write_atomic
+from deepbandits.serve.export import logged_ids
 
 LINUCB = "linucb:reward_range=[0,1],seed=0"
 #: the default network; a training every 100 rewards (after 200) of 300 steps: one always runs
@@ -140,11 +139,9 @@ class Server:
             self.process.wait(30)
 
     def logged(self) -> tuple[set[str], set[str]]:
-        """The decision ids of the log's decision and reward events."""
-        path = f"file:{self.folder / 'events.sqlite'}?mode=ro"
-        with closing(sqlite3.connect(path, uri=True)) as conn:
-            rows = conn.execute("SELECT kind, decision_id FROM events").fetchall()
-        return {i for k, i in rows if k == "decision"}, {i for k, i in rows if k == "reward"}
+        """The ids of the log's decisions (batch events included) and rewards."""
+        decided, rewarded = logged_ids(self.folder)
+        return set(decided), set(rewarded)
 
 
 class Connection:

@@ -19,7 +19,7 @@ from deepbandits.client import ServiceClient
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.serve import log as event_log
 from deepbandits.serve.events import decision_body, rng_json, row_crc
-from deepbandits.serve.export import log_table
+from deepbandits.serve.export import log_table, logged_ids
 from deepbandits.serve.state import ServiceState
 from serve_support import LINUCB, Served, reward_of, running
 
@@ -120,6 +120,7 @@ def test_a_batch_survives_kill_9_takes_rewards_and_exports(tmp_path):
     assert np.array_equal(np.array(table["contexts"].tolist()), X)
     assert list(table["mask"]) == masks
     assert sorted(np.flatnonzero(table["reward"].notna())) == rewarded
+    assert logged_ids(folder) == ([d.id for d in decisions], [decisions[i].id for i in rewarded])
     assert table["reward"][3] == reward_of(X[3], decisions[3].arm)
     with pytest.warns(UserWarning, match="8 of 12 decisions have no reward"):
         logged, direct = db.load_logged(out), db.load_logged(folder)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ import pandas as pd
 from deepbandits._io import write_atomic
 from deepbandits.errors import EventLogError, InputValueError
 from deepbandits.serve.batches import KIND as BATCH
-from deepbandits.serve.batches import read_batch, request_masks
+from deepbandits.serve.batches import batch_ids, read_batch, request_masks
 from deepbandits.serve.log import log_format, problem_of
 from deepbandits.serve.store import LOG_FILE
 
@@ -58,6 +59,7 @@ DECISIONS = (
     f"WHERE kind IN ('decision', '{BATCH}') ORDER BY seq"
 )
 REWARDS = "SELECT decision_id, time, body FROM events WHERE kind = 'reward'"
+REWARDED = "SELECT decision_id FROM events WHERE kind = 'reward' ORDER BY seq"
 
 
 def _decided(kind: str, decision_id: str | None, body: str | bytes) -> list[dict[str, Any]]:
@@ -89,8 +91,8 @@ def _decided(kind: str, decision_id: str | None, body: str | bytes) -> list[dict
     ]
 
 
-def log_table(state: str | Path) -> pd.DataFrame:
-    """The decisions of the state folder ``state`` with their rewards (module notes)."""
+def _log_path(state: str | Path) -> Path:
+    """The log of the state folder ``state``, checked."""
     path = Path(state) / LOG_FILE
     if not path.is_file():
         raise EventLogError(
@@ -103,6 +105,25 @@ def log_table(state: str | Path) -> pd.DataFrame:
             f"the event log {path} is damaged ({problem}): start deepbandits serve on {state} "
             "once, which recovers it to its last good event, then export it"
         )
+    return path
+
+
+def logged_ids(state: str | Path) -> tuple[list[str], list[str]]:
+    """The ids of the decisions (those of batch events included) and of the rewards in the log
+    of the state folder ``state``, each in the order logged."""
+    path = _log_path(state)
+    decided: list[str] = []
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        log_format(conn)
+        for kind, decision_id, _, _, body in conn.execute(DECISIONS):
+            decided.extend(batch_ids(body) if kind == BATCH else [decision_id])
+        rewarded = [i for (i,) in conn.execute(REWARDED)]
+    return decided, rewarded
+
+
+def log_table(state: str | Path) -> pd.DataFrame:
+    """The decisions of the state folder ``state`` with their rewards (module notes)."""
+    path = _log_path(state)
     rows: list[dict[str, Any]] = []
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:

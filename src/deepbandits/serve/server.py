@@ -3,10 +3,18 @@
 
 The socket is bound here, before uvicorn starts, so that an address in use or not allowed is a
 clear error of the command (``deepbandits: error: ...``) rather than a log line of the server.
+
+The foreground server raises the garbage collector's first threshold (:data:`GC_THRESHOLD`)
+and freezes what the start allocated: a batch request's body parses into tens of thousands of
+lists (acyclic, freed with the request), and at CPython's default of 700 allocations the
+collector ran dozens of times per batch, walking the decisions just made each time; it cost
+more CPU than deciding and logging the batch (about 40 µs per decision of 10 arms x 20
+features).
 """
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import socket
 import threading
@@ -17,6 +25,8 @@ import uvicorn
 
 from deepbandits.errors import InputValueError, ServiceError
 
+#: Allocations between two collections of the youngest generation (CPython's default: 700).
+GC_THRESHOLD = 100_000
 #: Seconds uvicorn lets requests in flight finish on shutdown.
 GRACEFUL_SECONDS = 5
 
@@ -67,7 +77,9 @@ def url_of(sock: socket.socket) -> str:
 
 
 def run(app: Any, sock: socket.socket, *, log_level: str = "warning") -> None:
-    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM."""
+    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM (the collector tuned: module notes)."""
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     make_server(app, log_level=log_level).run(sockets=[sock])
 
 
