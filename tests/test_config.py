@@ -33,6 +33,7 @@ NAMES = {
     "demo-h3",
     "full-demo",
     "real-mnist",
+    "records-mnist",
     "real-shuttle",
     "real-covertype",
     "real-cifar10",
@@ -103,7 +104,8 @@ def test_quick_scales_down_and_sets_params_where_taken(
             assert claim.policy in quick.policy_list()
             assert claim.than is None or claim.than in quick.policy_list()
         if quick.paper is not None:
-            assert set(quick.paper["values"]) <= set(quick.policy_list())
+            runs = set(quick.policy_list()) | set(quick.paper["others"])
+            assert set(quick.paper["values"]) <= runs
 
 
 def test_quick_values_of_some_configs(configs: dict[str, ExperimentConfig]) -> None:
@@ -157,7 +159,7 @@ def test_dataset_environments_are_not_loaded(monkeypatch: pytest.MonkeyPatch) ->
         raise AssertionError("a dataset was loaded during validation")
 
     monkeypatch.setattr("deepbandits.envs.classification.load_dataset", refuse)
-    assert load_config(CONFIG_DIR / "real-mnist.toml").env == "mnist:preprocess=l2"
+    assert load_config(CONFIG_DIR / "real-mnist.toml").env == "mnist:settings=paper"
 
 
 MINIMAL = """

@@ -371,3 +371,37 @@ def test_cifar_archive_extracts_only_the_known_batch_files(tmp_path, monkeypatch
     assert sorted(
         p.name for p in (tmp_path / "data" / "cifar10").iterdir() if p.suffix != ".npz"
     ) == ["data_batch_1"]
+
+
+# ------------------------------------------------------------------ recommended / paper settings
+def test_a_dataset_gives_its_recommended_settings_and_the_papers_one_keyword_away(tmp_path):
+    import deepbandits as db
+    from deepbandits.envs.settings import PAPER_DEFAULTS, RECOMMENDED
+
+    make_mnist(tmp_path, np.random.default_rng(3))
+    env = db.make_env("mnist", data_dir=tmp_path, download=False)
+    assert env.settings == "recommended" and env.preprocess == "standardize"
+    assert env.policy_defaults == RECOMMENDED["mnist"]["*"]
+    neural = db.make_policy("neural-sigma2-linucb", env=env).get_params()
+    assert (neural["lr"], neural["train_steps"], neural["refit_on_update"]) == (0.1, 300, True)
+    assert neural["lam"] == 1.0  # LinUCB's λ is LinUCB's alone
+    assert db.make_policy("linucb", env=env).get_params()["lam"] == 784.0
+    assert db.make_policy("linucb", env=env, lam=2.0).get_params()["lam"] == 2.0  # the user's wins
+
+    paper = db.make_env("mnist", data_dir=tmp_path, download=False, settings="paper")
+    assert paper.preprocess == "l2" and paper.get_params()["settings"] == "paper"
+    assert paper.policy_defaults == PAPER_DEFAULTS["mnist"]["*"]
+    assert db.make_policy("linucb", env=paper).get_params()["lam"] == 1.0
+    given = db.make_env("mnist", data_dir=tmp_path, download=False, preprocess="none")
+    assert given.preprocess == "none"
+    with pytest.raises(db.errors.InputValueError, match="settings"):
+        db.make_env("mnist", data_dir=tmp_path, download=False, settings="best")
+
+
+def test_your_own_data_gets_no_dataset_settings():
+    import deepbandits as db
+
+    X, y = np.random.default_rng(0).normal(size=(40, 3)), np.arange(40) % 4
+    for settings in ("recommended", "paper"):
+        env = db.make_env("classification", X=X, y=y, settings=settings)
+        assert env.policy_defaults == {} and env.policy_defaults_for("linucb") == {}

@@ -96,3 +96,8 @@ class Environment(ABC):
         on real data); ``deepbandits compare`` applies them where a policy spec leaves them
         out. Empty by default."""
         return {}
+
+    def policy_defaults_for(self, policy: str) -> dict[str, Any]:
+        """The settings ``policy`` (a registry name) gets here: :attr:`policy_defaults`, unless
+        the environment has some for that policy alone."""
+        return self.policy_defaults

@@ -52,6 +52,7 @@ from deepbandits.envs.preprocessing import (
     column_statistics,
 )
 from deepbandits.envs.records import Record, features_of
+from deepbandits.envs.settings import SETTINGS, dataset_preprocess, dataset_settings
 from deepbandits.errors import CallOrderError, InputTypeError, InputValueError
 
 ENCODINGS = ("block", "dense")
@@ -61,7 +62,6 @@ __all__ = [
     "DATASET_PREPROCESS",
     "DEFAULT_PREPROCESS",
     "ENCODINGS",
-    "PAPER_DEFAULTS",
     "PREPROCESSING",
     "RELATIVE_STD_FLOOR",
     "REMOVED_KEYWORDS",
@@ -71,15 +71,6 @@ __all__ = [
     "column_statistics",
     "encode_labels",
 ]
-
-#: Appendix B.2: d′ = 64 features, H = 10 rounds between trainings from t₀ = 10,000 (MNIST,
-#: covertype, CIFAR-10) or H = 100 from t₀ = 2,000 (shuttle).
-PAPER_DEFAULTS: dict[str, dict[str, Any]] = {
-    "mnist": {"feature_dim": 64, "train_every": 10, "train_start": 10000},
-    "covertype": {"feature_dim": 64, "train_every": 10, "train_start": 10000},
-    "cifar10": {"feature_dim": 64, "train_every": 10, "train_start": 10000},
-    "shuttle": {"feature_dim": 64, "train_every": 100, "train_start": 2000},
-}
 
 
 class ClassificationEnv(Environment):
@@ -101,10 +92,8 @@ class ClassificationEnv(Environment):
     preprocess : {"standardize", "l2", "standardize+l2", "none"}, default="standardize"
         What is done to each sample before it is encoded (:mod:`~deepbandits.envs.preprocessing`
         says what each does, and why standardisation is the default for your own data):
-        ``(x − mean) / scale`` per column with the statistics of the X given, ``x / ‖x‖₂``
-        (the paper's setting, the default of its datasets: :data:`DATASET_PREPROCESS`), both,
-        or nothing.
-        The statistics used are in :meth:`get_params` (``"preprocess_stats"``).
+        ``(x − mean) / scale`` per column with the statistics of the X given (those used are in
+        :meth:`get_params`, ``"preprocess_stats"``), ``x / ‖x‖₂`` (the paper's), both, or none.
     dynamic_range : bool, default=False
         Rewards {0, 1} before round ``horizon/2`` and {1, 3} from it on (Fig. ab_dynamic (b)).
     horizon : int, default=15000
@@ -117,6 +106,9 @@ class ClassificationEnv(Environment):
     float_labels : bool, default=False
         Accept float labels that are not whole numbers (refused by default: such a column is
         a measurement, and every value would be an arm).
+    settings : {"recommended", "paper"}, default="recommended"
+        On a paper dataset, what the policies get (:attr:`policy_defaults`) and, through
+        :meth:`from_dataset`, the default ``preprocess`` (:mod:`deepbandits.envs.settings`).
     **removed
         Keywords of earlier versions: ``normalize`` raises ``InputValueError`` saying which
         ``preprocess`` replaces it (``"l2"`` for True, ``"none"`` for False).
@@ -145,6 +137,7 @@ class ClassificationEnv(Environment):
         seed: int | None = None,
         max_arms: int = MAX_ARMS,
         float_labels: bool = False,
+        settings: str = "recommended",
         **removed: Any,
     ) -> None:
         check_removed_keywords(removed)
@@ -176,6 +169,7 @@ class ClassificationEnv(Environment):
         self.dynamic_range = check_bool(dynamic_range, "dynamic_range")
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self.seed = check_seed(seed)
+        self.settings = check_choice(settings, "settings", SETTINGS)
         self.mean_: NDArray[np.float64] | None = None
         self.scale_: NDArray[np.float64] | None = None
         if self.preprocess.startswith("standardize"):
@@ -199,10 +193,11 @@ class ClassificationEnv(Environment):
         """The bandit of dataset ``name`` (:func:`~deepbandits.datasets.load_dataset`).
 
         ``params`` go to the constructor; ``preprocess`` defaults to the dataset's entry of
-        :data:`DATASET_PREPROCESS` ("l2", the paper's setting).
+        :data:`DATASET_PREPROCESS`, or to "l2" (every sample L2-normalised, Section 5.2) with
+        ``settings="paper"`` (:mod:`deepbandits.envs.settings`).
         """
         check_removed_keywords(params)
-        params.setdefault("preprocess", DATASET_PREPROCESS.get(name, DEFAULT_PREPROCESS))
+        params.setdefault("preprocess", dataset_preprocess(name, params.get("settings")))
         ds = load_dataset(name, data_dir, download=download)
         env = cls(ds.X, ds.y, **params)
         env.dataset, env.note = name, ds.note
@@ -259,10 +254,14 @@ class ClassificationEnv(Environment):
 
     @property
     def policy_defaults(self) -> dict[str, Any]:
-        """The paper's network settings for this dataset (Appendix B.2), applied by
-        ``deepbandits compare`` to the policies that take them unless given explicitly; empty
-        for your own data (arrays or a table)."""
-        return dict(PAPER_DEFAULTS.get(self.dataset or "", {}))
+        """The settings of this dataset (``settings``: the recommended ones, or the paper's of
+        Appendix B.2) that every policy taking them gets unless given explicitly; empty for
+        your own data (arrays or a table). :mod:`deepbandits.envs.settings` has them."""
+        return dataset_settings(self.dataset, self.settings, None)
+
+    def policy_defaults_for(self, policy: str) -> dict[str, Any]:
+        """:attr:`policy_defaults` with those of ``policy`` (a registry name) alone."""
+        return dataset_settings(self.dataset, self.settings, policy)
 
     def get_params(self) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -273,6 +272,7 @@ class ClassificationEnv(Environment):
             "seed": self.seed,
             "max_arms": self.max_arms,
             "float_labels": self.float_labels,
+            "settings": self.settings,
         }
         if self.mean_ is not None and self.scale_ is not None:
             params["preprocess_stats"] = {

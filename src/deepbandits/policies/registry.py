@@ -206,7 +206,8 @@ def make_policy(name: str, *, env: Environment | None = None, **params: Any) -> 
     policy = recipe.build({**settings, **params})
     if env is not None:
         accepted = policy.get_params()
-        extra = {k: v for k, v in env.policy_defaults.items() if k not in params and k in accepted}
+        recommended = env.policy_defaults_for(name).items()
+        extra = {k: v for k, v in recommended if k not in params and k in accepted}
         if extra:
             policy.set_params(**extra)
     return policy

@@ -100,6 +100,9 @@ class PaperTable(Table):
     source: Text
     metrics: TextTable
     values: PaperValues
+    #: published algorithms the config does not run (a record's holder, named as its source
+    #: names it): their values are printed beside the measured policies
+    others: Annotated[tuple[str, ...], Expect("an array of names")] = ()
 
     @model_validator(mode="after")
     def _check(self) -> PaperTable:
@@ -162,9 +165,10 @@ class SweepFile(ConfigFile):
                     bad(expected, at=f"claims[{i}].{attr}", shown=repr(spec))
             if claim.than == claim.policy:
                 bad("a policy other than 'policy'", at=f"claims[{i}].than", shown=repr(claim.than))
+        others = self.paper.others if self.paper is not None else ()
         for spec in self.paper.values if self.paper is not None else {}:
-            if spec not in policies:
-                bad(expected, at=f"paper.values.{spec}", shown=repr(spec))
+            if spec not in policies and spec not in others:
+                bad(f"{expected} or of paper.others", at=f"paper.values.{spec}", shown=repr(spec))
         quick_T = self.quick.T or self.run.T
         if max(self.quick.checkpoints or (), default=0) > quick_T:
             expected = f"checkpoints <= the quick T = {quick_T}"
