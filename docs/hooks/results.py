@@ -210,6 +210,56 @@ def ope_obd_table() -> str:
     return "\n".join(lines)
 
 
+def records_table(dataset: str) -> str:
+    """``benchmarks/results/records_<dataset>.csv`` (``benchmarks/records.py`` on a run of
+    ``deepbandits reproduce records-<dataset>``): each policy's final regret and its regret at
+    the config's checkpoints, mean ± sample std over the seeds, beside the published numbers of
+    the config's ``[paper]`` table (the lowest measured mean in bold)."""
+    config = importlib.import_module("deepbandits.experiments.config").builtin_configs()
+    paper = config[f"records-{dataset}"].paper
+    source = paper["source"]
+    runs = pd.read_csv(RESULTS / f"records_{dataset}.csv")
+    marks = [c for c in runs.columns if c.startswith("regret_")]
+    heads = "".join(f" regret at t = {int(c.split('_')[1]):,} |" for c in marks)
+    lines = [
+        f"| policy | final regret (per seed) |{heads} wall time per run | published ({source}) |",
+        "|---|---|" + "---|" * len(marks) + "---|---|",
+    ]
+    means = runs.groupby("policy")["final_regret"].mean()
+    published = {label: v.get("final_regret", "") for label, v in paper["values"].items()}
+    for policy, group in runs.groupby("policy", sort=False):
+        per_seed = ", ".join(f"{r:.0f}" for r in group.sort_values("seed")["final_regret"])
+        final = mean_std(group["final_regret"], ddof=1)
+        final = f"**{final}**" if policy == means.idxmin() else final
+        at = "".join(f" {mean_std(group[c], ddof=1)} |" for c in marks)
+        wall = f"{group['wall_seconds'].min():,.0f}–{group['wall_seconds'].max():,.0f} s"
+        lines.append(
+            f"| {policy} | {final} ({per_seed}) |{at} {wall} | {published.pop(policy, '')} |"
+        )
+    for label, value in published.items():  # the records of algorithms the config does not run
+        lines.append(f"| {label} | not run |" + " |" * len(marks) + f" | {value} |")
+    return "\n".join(lines)
+
+
+def records_tuning_table(dataset: str) -> str:
+    """``benchmarks/results/records_<dataset>_tuning.csv`` (``benchmarks/records_tuning.py``):
+    every run on the tuning seed, in the order it was made."""
+    runs = pd.read_csv(RESULTS / f"records_{dataset}_tuning.csv")
+    marks = [c for c in runs.columns if c.startswith("regret_")]
+    heads = "".join(f" t = {int(c.split('_')[1]):,} |" for c in marks)
+    lines = [
+        f"| policy specification | environment | seed |{heads} final regret (T) | wall time |",
+        "|---|---|---|" + "---|" * len(marks) + "---|---|",
+    ]
+    for row in runs.itertuples(index=False):
+        at = "".join(f" {getattr(row, c):,.0f} |" for c in marks)
+        lines.append(
+            f"| `{row.spec}` | `{row.env}` | {row.seed} |{at} {row.regret:,.0f} ({row.T:,}) | "
+            f"{row.seconds:,.0f} s |"
+        )
+    return "\n".join(lines)
+
+
 def environments_table() -> str:
     """The environment registry's names."""
     envs = importlib.import_module("deepbandits.envs")
@@ -223,6 +273,8 @@ GENERATORS = {
     "demo-summary": demo_summary_table,
     "real-datasets": real_datasets_table,
     "ope-obd": ope_obd_table,
+    "records": records_table,
+    "records-tuning": records_tuning_table,
     "table": file_table,
     "version": lambda: importlib.import_module("deepbandits").__version__,
 }
