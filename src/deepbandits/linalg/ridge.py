@@ -177,7 +177,8 @@ class RidgeState:
             rank_one_step(A_inv, Ax, weight / gain, out=A_inv)
         self.drift[head] = drift if exact is None else 0.0
         b = self.b[head]
-        b += (weight * reward) * x
+        if weight * reward != 0.0:  # a 0 reward (half the rounds of 0/1 rewards) leaves b as it is
+            b += (weight * reward) * x
         A_inv.dot(b, out=self.theta[head])
 
     def _check_update(self, x: Array, reward: float, weight: float, head: int) -> None:

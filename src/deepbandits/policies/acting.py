@@ -255,7 +255,8 @@ def _record(
 ) -> Decision:
     """Build a decision and keep it pending."""
     mean, width = ev.shown if ev.shown is not None else (ev.mean, ev.width)
-    freeze(mean, width, ev.mask, obs.context, obs.features)
+    features = obs.features
+    freeze(mean, width, ev.mask, obs.context, None if features is obs.context else features)
     decision = Decision(
         decision_id,
         arm,

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from deepbandits.encoding import BlockContexts, Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.networks.learner import seeded_generator
+from deepbandits.policies.decision import NO_EXTRA
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation, arm_context
 from deepbandits.policies.params import HORIZON_SPEC, REWARD_RANGE_SPEC, Spec
 from deepbandits.policies.parts.explore import UCB, Situation, TheoryInputs
@@ -281,7 +282,7 @@ class RidgeUCB(Policy):
             ev = Evaluation(np.empty(0), np.empty(0), phi, heads)
         assert ev.features is not None
         explore = self.explore
-        extra = explore.observe(ev, arm, self.t_) if hasattr(explore, "observe") else {}
+        extra = explore.observe(ev, arm, self.t_) if hasattr(explore, "observe") else NO_EXTRA
         context = arm_context(X, arm)
         # the identity's features are the context: one read-only copy serves as both
         same = ev.features is X and isinstance(context, np.ndarray)
