@@ -97,9 +97,9 @@ def arm_context(X: Contexts, arm: int) -> Any:
     return context.copy() if isinstance(context, np.ndarray) else context
 
 
-@dataclass(frozen=True)
-class Learned:
-    """What learning a reward (or the last of a batch) did.
+class Learned(NamedTuple):
+    """What learning a reward (or the last of a batch) did (a named tuple: it is made on every
+    reward, where a frozen dataclass would cost a tenth of a LinUCB update).
 
     Attributes
     ----------
