@@ -116,6 +116,9 @@ Contexts = NDArray[np.float64] | BlockContexts
 """What a policy receives each round: a dense ``[K, d]`` array or its block encoding."""
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 def as_real_array(values: Any, name: str) -> NDArray[np.float64]:
     """``values`` as a float64 array, refusing what is not real numbers.
 
@@ -123,6 +126,8 @@ def as_real_array(values: Any, name: str) -> NDArray[np.float64]:
     that are not real numbers raise :class:`~deepbandits.errors.InputTypeError` (numpy would turn
     ``"1.5"`` into 1.5, or drop an imaginary part, without a word).
     """
+    if type(values) is np.ndarray and values.dtype is _FLOAT64:  # already what is wanted
+        return values
     try:
         raw = np.asarray(values)
     except (TypeError, ValueError, RuntimeError) as exc:  # ragged lists, CUDA tensors, ...

@@ -144,7 +144,7 @@ class RidgeState:
         """
         x = np.asarray(x, dtype=np.float64)
         self._check_update(x, float(reward), float(weight), head)
-        A, A_inv, n = self.A[head], self.A_inv[head], int(self.n_updates[head]) + 1
+        A, A_inv, n = self.A[head], self.A_inv[head], self.n_updates.item(head) + 1
         in_place = self.dim >= _IN_PLACE_DIM
         if in_place:
             # large heads (NeuralUCB's full Z): rank-one updates in place, no d × d temporaries
@@ -156,7 +156,7 @@ class RidgeState:
             gain = 1.0 + weight * float(xt @ Ax_t)
         else:
             Ax, gain = rank_one_gain(A_inv, x, weight)  # γ: A⁻¹ shrinks by this factor along x
-        drift = float(self.drift[head]) + EPS * gain
+        drift = self.drift.item(head) + EPS * gain
         # at most one drift re-inversion (O(d³)) per d updates: O(d²) amortised, as a rank-one step
         drifted = drift > DRIFT_TOL and n % self.dim == 0
         refresh = drifted or n % self.refresh_every == 0
@@ -192,7 +192,7 @@ class RidgeState:
             )
         if x.shape != (self.dim,):
             raise InputValueError(f"x must have shape ({self.dim},), but {x.shape} is given")
-        check_observation(x, reward, weight, float(self._lams[head]))
+        check_observation(x, reward, weight, self._lams.item(head))
 
     def update_many(
         self, X: Array, rewards: Array, weights: Array, heads: NDArray[np.int64]
