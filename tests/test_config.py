@@ -34,6 +34,8 @@ NAMES = {
     "full-demo",
     "real-mnist",
     "records-mnist",
+    "records-shuttle",
+    "records-covertype",
     "real-shuttle",
     "real-covertype",
     "real-cifar10",

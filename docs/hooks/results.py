@@ -216,7 +216,7 @@ def records_table(dataset: str) -> str:
     the config's checkpoints, mean ± sample std over the seeds, beside the published numbers of
     the config's ``[paper]`` table (the lowest measured mean in bold)."""
     config = importlib.import_module("deepbandits.experiments.config").builtin_configs()
-    paper = config[f"records-{dataset}"].paper
+    paper = config[f"records-{dataset}"].paper or {"source": "none at this T", "values": {}}
     source = paper["source"]
     runs = pd.read_csv(RESULTS / f"records_{dataset}.csv")
     marks = [c for c in runs.columns if c.startswith("regret_")]
