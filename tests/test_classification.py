@@ -99,7 +99,7 @@ def test_policies_learn_an_easy_classification_bandit():
         assert result.final_regret < 0.25 * 600 * 2 / 3
 
 
-def test_real_dataset_env_uses_the_paper_defaults(tmp_path, monkeypatch):
+def test_real_dataset_env_gives_recommended_settings_or_the_papers(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setitem(catalog.CANONICAL, "shuttle", {})  # made-up files, not the real ones
     folder = tmp_path / "shuttle"
@@ -119,8 +119,13 @@ def test_real_dataset_env_uses_the_paper_defaults(tmp_path, monkeypatch):
     assert paper.get_params()["preprocess"] == "l2"
     assert "preprocess_stats" not in paper.get_params()
     np.testing.assert_allclose(np.linalg.norm(paper.sample(0)), 1.0)
-    policy = build_policy("neural-linucb", env)
-    assert policy.get_params()["feature_dim"] == 64 and policy.get_params()["train_every"] == 100
+    policy = build_policy("neural-linucb", env)  # shuttle's recommended settings
+    assert policy.get_params()["feature_dim"] == 64 and policy.get_params()["train_every"] == 50
+    paper_policy = build_policy("neural-linucb", paper)  # preprocess given: settings recommended
+    assert paper_policy.get_params()["train_every"] == 50
+    settings_paper = db.make_env("shuttle", data_dir=tmp_path, download=False, settings="paper")
+    assert settings_paper.get_params()["preprocess"] == "l2"
+    assert build_policy("neural-linucb", settings_paper).get_params()["train_every"] == 100
     assert build_policy("neural-linucb:feature_dim=8", env).get_params()["feature_dim"] == 8
     assert "feature_dim" not in build_policy("neural-ucb", env).get_params()
 
