@@ -18,13 +18,12 @@ import os
 import tempfile
 import time
 import warnings
-from datetime import date
 from pathlib import Path
 
 import torch
 
 import deepbandits as db
-from deepbandits._io import write_atomic
+from _output import Output
 from deepbandits.datasets import load_dataset
 
 #: Where the output of a full run (not ``--quick``) is written; the manual includes it
@@ -71,13 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(2)
     T = 100 if args.quick else 500
-    started = time.perf_counter()
-    written: list[str] = []
-
-    def emit(line: str, flush: bool = False) -> None:
-        """Print ``line`` and keep it for ``OUT``."""
-        written.append(line)
-        print(line, flush=flush)
+    emit = Output("datasets.py")
 
     emit(f"torch {torch.__version__}, threads {torch.get_num_threads()}, data {db.data_home()}\n")
     emit("Load times:\n")
@@ -135,12 +128,7 @@ def main() -> None:
                 )
 
     if not args.quick:
-        minutes, seconds = divmod(round(time.perf_counter() - started), 60)
-        head = (
-            f"`python benchmarks/datasets.py` on {date.today().isoformat()}, {minutes} min "
-            f"{seconds} s, {os.cpu_count()} CPU cores: "
-        )
-        write_atomic(OUT, head + "\n".join(written) + "\n")
+        emit.save(OUT, f"{os.cpu_count()} CPU cores")
 
 
 if __name__ == "__main__":

@@ -31,14 +31,13 @@ import argparse
 import os
 import platform
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 import torch
 
 import deepbandits as db
-from deepbandits._io import write_atomic
+from _output import Output
 from deepbandits.experiments.latency import measure_latency, mnist_shaped_rounds
 from deepbandits.experiments.runner import give_horizon
 
@@ -123,13 +122,7 @@ def main() -> None:
     torch.set_num_threads(2)
     T_rate = 3000 if args.quick else 5000
     T_full = 3000 if args.quick else 10000
-    started = time.perf_counter()
-    written: list[str] = []
-
-    def emit(line: str, flush: bool = False) -> None:
-        """Print ``line`` and keep it for ``OUT``."""
-        written.append(line)
-        print(line, flush=flush)
+    emit = Output("speed.py")
 
     emit(f"torch {torch.__version__}, numpy {np.__version__}, threads {torch.get_num_threads()}\n")
     rounds_per_second("neural-linucb", 500)  # warm-up: torch's first calls are slow
@@ -179,12 +172,7 @@ def main() -> None:
             flush=True,
         )
     if not args.quick:
-        minutes, seconds = divmod(round(time.perf_counter() - started), 60)
-        head = (
-            f"`python benchmarks/speed.py` on {date.today().isoformat()}, {minutes} min "
-            f"{seconds} s, {os.cpu_count()} CPU cores ({platform.machine()}): "
-        )
-        write_atomic(OUT, head + "\n".join(written) + "\n")
+        emit.save(OUT, f"{os.cpu_count()} CPU cores ({platform.machine()})")
 
 
 if __name__ == "__main__":
