@@ -210,6 +210,16 @@ def ope_obd_table() -> str:
     return "\n".join(lines)
 
 
+def regret_marks(
+    runs: pd.DataFrame, before: list[str], after: list[str], label: str = "t = {:,}"
+) -> list[str]:
+    """The header and rule of a table whose columns are ``before``, the cumulative regret at
+    each round of the ``regret_<t>`` columns of ``runs`` (titled ``label``), then ``after``."""
+    marks = [label.format(int(c.split("_")[1])) for c in runs.columns if c.startswith("regret_")]
+    columns = [*before, *marks, *after]
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
 def records_table(dataset: str) -> str:
     """``benchmarks/results/records_<dataset>.csv`` (``benchmarks/records.py`` on a run of
     ``deepbandits reproduce records-<dataset>``): each policy's final regret and its regret at
@@ -220,11 +230,8 @@ def records_table(dataset: str) -> str:
     source = paper["source"]
     runs = pd.read_csv(RESULTS / f"records_{dataset}.csv")
     marks = [c for c in runs.columns if c.startswith("regret_")]
-    heads = "".join(f" regret at t = {int(c.split('_')[1]):,} |" for c in marks)
-    lines = [
-        f"| policy | final regret (per seed) |{heads} wall time per run | published ({source}) |",
-        "|---|---|" + "---|" * len(marks) + "---|---|",
-    ]
+    before, after = ["policy", "final regret (per seed)"], ["wall time per run"]
+    lines = regret_marks(runs, before, [*after, f"published ({source})"], "regret at t = {:,}")
     means = runs.groupby("policy")["final_regret"].mean()
     published = {label: v.get("final_regret", "") for label, v in paper["values"].items()}
     for policy, group in runs.groupby("policy", sort=False):
@@ -246,11 +253,8 @@ def records_tuning_table(dataset: str) -> str:
     every run on the tuning seed, in the order it was made."""
     runs = pd.read_csv(RESULTS / f"records_{dataset}_tuning.csv")
     marks = [c for c in runs.columns if c.startswith("regret_")]
-    heads = "".join(f" t = {int(c.split('_')[1]):,} |" for c in marks)
-    lines = [
-        f"| policy specification | environment | seed |{heads} final regret (T) | wall time |",
-        "|---|---|---|" + "---|" * len(marks) + "---|---|",
-    ]
+    before = ["policy specification", "environment", "seed"]
+    lines = regret_marks(runs, before, ["final regret (T)", "wall time"])
     for row in runs.itertuples(index=False):
         at = "".join(f" {getattr(row, c):,.0f} |" for c in marks)
         lines.append(
