@@ -40,8 +40,14 @@ from numpy.typing import NDArray
 from deepbandits.policies.decision import NO_EXTRA, Decision, freeze
 
 KIND = "batch"
-#: Every decision field in order (the Decision tuple's positions).
-_ID, _ARM, _P, _MEAN, _WIDTH, _LEARNED, _ROUND, _TIME, _MASK, _CONTEXT, _FEATURES, _HEAD = range(12)
+#: The positions of the fields in a Decision tuple (its model version: the rewards learned).
+_ID, _ARM, _P, _MEAN, _WIDTH, _LEARNED, _ROUND, _TIME, _MASK, _CONTEXT, _FEATURES, _HEAD = (
+    Decision._fields.index(name)
+    for name in (
+        *("id", "arm", "propensity", "mean", "width", "model_version", "round", "time"),
+        *("mask", "context", "features", "head"),
+    )
+)
 
 
 def batch_body(decisions: list[Decision], contexts: NDArray[np.float64], rng: str) -> bytes | None:
