@@ -6,6 +6,12 @@ thread. The writer drains everything queued, writes it in one transaction and on
 each event's future: an answer sent after its future resolved is on disk. Under load the queue
 fills while a commit runs, so one transaction carries many events (group commit).
 
+The writer never checkpoints (``wal_autocheckpoint=0``): copying the write-ahead log into the
+database file, and its fsync, would hold up every answer waiting for that commit (the p99 of a
+decision under load went from 4.6 ms to 8.8 ms with SQLite's automatic checkpoints). A thread of
+its own runs a ``PASSIVE`` checkpoint every :data:`CHECKPOINT_SECONDS` on its own connection,
+which writers do not wait for; SQLite starts the write-ahead log over once it is all copied.
+
 Durability is SQLite's ``synchronous`` setting: ``normal`` (``synchronous=NORMAL``: a commit is
 in the write-ahead log in the operating system's hands, which survives the process being killed)
 or ``full`` (``synchronous=FULL``: the log is fsynced at each commit, which also survives a power
@@ -40,6 +46,8 @@ from deepbandits.serve.events import Event, row_crc
 DURABILITY = {"normal": "NORMAL", "full": "FULL"}
 #: Most events one transaction writes.
 MAX_GROUP = 4096
+#: Seconds between two checkpoints of the write-ahead log (module notes).
+CHECKPOINT_SECONDS = 0.5
 #: The layout this version writes (module notes).
 FORMAT = 2
 LOG = logging.getLogger("deepbandits.serve")
@@ -225,6 +233,11 @@ class EventLog:
         self.n_commits = 0
         self._writer = threading.Thread(target=self._write, name="deepbandits-log", daemon=True)
         self._writer.start()
+        self._stop_checkpoints = threading.Event()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint, name="deepbandits-log-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
 
     # ------------------------------------------------------------------ reading
     def reader(self) -> sqlite3.Connection:
@@ -317,6 +330,7 @@ class EventLog:
 
     def _write(self) -> None:
         conn = connect(self.path, self.durability)
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's work (module notes)
         try:
             while True:
                 first = self._queue.get()
@@ -364,8 +378,22 @@ class EventLog:
         for p in batch:
             p.future.set_result(p.row[0])  # type: ignore[arg-type]
 
+    def _checkpoint(self) -> None:
+        """Copy the write-ahead log into the database file now and then, beside the writer."""
+        conn = connect(self.path, self.durability)
+        try:
+            while not self._stop_checkpoints.wait(CHECKPOINT_SECONDS):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as exc:  # the writer reports what fails to be written
+                    LOG.warning("a checkpoint of the event log failed: %s", exc)
+        finally:
+            conn.close()
+
     def close(self) -> None:
-        """Commit what is queued, stop the writer and close the file."""
+        """Commit what is queued, stop the writer and the checkpoints, close the file."""
+        self._stop_checkpoints.set()
+        self._checkpointer.join()
         if self._writer.is_alive():
             self._queue.put(None)
             self._writer.join()

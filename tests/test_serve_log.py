@@ -1,0 +1,70 @@
+"""The event log's checkpoints: the writer never copies the write-ahead log into the database
+file itself (a commit would wait for it), a thread of its own does, beside it."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+
+import pytest
+
+from deepbandits.serve import log as event_log
+
+
+def rows_in_database_file(path, tmp_path):
+    """The events the database file holds without its write-ahead log."""
+    copy = tmp_path / "copy.sqlite"
+    shutil.copyfile(path, copy)
+    with sqlite3.connect(copy) as conn:
+        try:
+            return conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+        except sqlite3.OperationalError:  # not even the table was copied in
+            return 0
+
+
+def append(log, n, size):
+    for i in range(n):
+        log.append("decision", float(i), f"id{i}", 0, "x" * size)
+    log.flush()
+
+
+def test_the_checkpointer_copies_the_log_into_the_database_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(event_log, "CHECKPOINT_SECONDS", 0.05)
+    path = tmp_path / "events.sqlite"
+    log = event_log.EventLog(path)
+    try:
+        append(log, 500, 100)  # far below SQLite's own checkpoint threshold (1000 pages)
+        deadline = time.monotonic() + 10
+        while rows_in_database_file(path, tmp_path) < 500 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert rows_in_database_file(path, tmp_path) == 500
+    finally:
+        log.close()
+
+
+def test_the_writer_never_checkpoints_itself(tmp_path, monkeypatch):
+    monkeypatch.setattr(event_log, "CHECKPOINT_SECONDS", 3600.0)
+    path = tmp_path / "events.sqlite"
+    log = event_log.EventLog(path)
+    try:
+        append(log, 3000, 4000)  # 12 MB: three times SQLite's automatic checkpoint threshold
+        assert rows_in_database_file(path, tmp_path) == 0
+        assert path.with_name("events.sqlite-wal").stat().st_size > 10_000_000
+    finally:
+        log.close()
+    with sqlite3.connect(path) as conn:  # closing copied everything in
+        assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 3000
+
+
+@pytest.mark.parametrize("durability", ["normal", "full"])
+def test_events_survive_close_and_reopen_with_checkpoints_running(tmp_path, durability):
+    path = tmp_path / "events.sqlite"
+    log = event_log.EventLog(path, durability)
+    append(log, 200, 50)
+    log.close()
+    log = event_log.EventLog(path, durability)
+    try:
+        assert log.last_seq() == 200 and [e.seq for e in log.read(190)] == list(range(191, 201))
+    finally:
+        log.close()
