@@ -7,7 +7,10 @@ free port), warms it up, then runs concurrent async clients in this process: eac
 (``POST /v1/decide``) and sends the decision's reward (``POST /v1/reward``) ``--reward-delay``
 seconds after the answer, until
 ``--decisions`` decisions were answered or ``--max-seconds`` passed (then it stops by itself).
-Request bodies are encoded before the clock starts.
+Request bodies are encoded before the clock starts. A case either runs its clients as fast as
+the answers come (closed loop: the most the machine gives) or offers a fixed rate (``offered``:
+the n-th decision is due ``n / rate`` seconds after the start, and its latency counts from then,
+so a server that falls behind is charged for the wait).
 
 The clients speak HTTP/1.1 over keep-alive connections of their own (:class:`Connection`: asyncio
 streams on uvloop, answers read by ``Content-Length``, JSON by orjson) rather than through
@@ -70,6 +73,7 @@ class Result:
     durability: str
     endpoint: str
     concurrency: int
+    rate: float | None = None
     decisions: int = 0
     rewards: int = 0
     seconds: float = 0.0
@@ -95,6 +99,7 @@ class Result:
             self.durability,
             self.endpoint,
             str(self.concurrency),
+            "-" if self.rate is None else f"{self.rate:,.0f}",
             f"{self.decisions:,}",
             f"{self.seconds:.1f}",
             f"{rate:,.0f}",
@@ -241,6 +246,8 @@ async def single(
     queue = list(reversed(work))
     deadline = time.monotonic() + args.max_seconds
     pending: set[asyncio.Task[None]] = set()
+    first = time.perf_counter()
+    started = 0
 
     async def reward(http: Pool, decision_id: str, value: float) -> None:
         if args.reward_delay:
@@ -252,10 +259,17 @@ async def single(
         res.rewarded.append(decision_id)
 
     async def worker() -> None:
+        nonlocal started
         http = Pool(url)
         while queue and time.monotonic() < deadline:
             body, contexts = queue.pop()
             start = time.perf_counter()
+            if res.rate is not None:  # due at n / rate: the latency counts from then
+                due = first + started / res.rate
+                started += 1
+                if due > start:
+                    await asyncio.sleep(due - start)
+                start = due
             data = await http.json("POST", "/v1/decide", body)
             res.latencies.append(time.perf_counter() - start)
             res.ids.append(data["decision_id"])
@@ -331,6 +345,9 @@ def main() -> None:
     parser.add_argument("--batch-decisions", type=int, default=100_000, help="per batch case")
     parser.add_argument("--batch", type=int, default=1000, help="decisions per batch request")
     parser.add_argument("--concurrency", type=int, default=16, help="async clients")
+    parser.add_argument(
+        "--rate", type=float, default=1000.0, help="decisions/s of the offered-rate cases"
+    )
     parser.add_argument("--reward-delay", type=float, default=0.01, help="seconds")
     parser.add_argument("--max-seconds", type=float, default=20.0, help="per case")
     parser.add_argument("--arms", type=int, default=10)
@@ -346,18 +363,24 @@ def main() -> None:
         args.decisions //= 10
         args.batch_decisions //= 10
     cases = [
-        ("LinUCB", LINUCB, "normal", "decide", args.concurrency),
-        ("LinUCB", LINUCB, "full", "decide", args.concurrency),
-        ("Neural-σ²-LinUCB (training)", NEURAL, "normal", "decide", args.concurrency),
-        ("LinUCB", LINUCB, "normal", "decide_batch", 2),
-        ("LinUCB", LINUCB, "full", "decide_batch", 2),
+        ("LinUCB", LINUCB, "normal", "decide", args.concurrency, None),
+        ("LinUCB", LINUCB, "full", "decide", args.concurrency, None),
+        ("LinUCB", LINUCB, "normal", "decide", args.concurrency, args.rate),
+        ("Neural-σ²-LinUCB (training)", NEURAL, "normal", "decide", args.concurrency, None),
+        ("Neural-σ²-LinUCB (training)", NEURAL, "normal", "decide", args.concurrency, args.rate),
+        ("LinUCB", LINUCB, "normal", "decide_batch", 2, None),
+        ("LinUCB", LINUCB, "full", "decide_batch", 2, None),
     ]
     results = []
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
-        for name, spec, durability, endpoint, concurrency in cases:
-            if args.only and args.only.lower() not in f"{name} {endpoint} {durability}".lower():
+        for name, spec, durability, endpoint, concurrency, rate in cases:
+            offered = "closed" if rate is None else "offered"
+            if (
+                args.only
+                and args.only.lower() not in f"{name} {endpoint} {durability} {offered}".lower()
+            ):
                 continue
-            res = Result(name.split(" ")[0], durability, endpoint, concurrency)
+            res = Result(name.split(" ")[0], durability, endpoint, concurrency, rate)
             res = uvloop.run(measure(res, spec, args, Path(tmp)))
             res.case = name
             print(" | ".join(res.row()), file=sys.stderr)
@@ -370,7 +393,8 @@ def main() -> None:
 
 def render(results: list[Result], args: argparse.Namespace, load_before: float) -> str:
     """The run as Markdown: what was run, on what, and one table row per case."""
-    head = ["policy", "durability", "endpoint", "clients", "decisions", "s", "decisions/s"]
+    head = ["policy", "durability", "endpoint", "clients", "offered/s", "decisions", "s"]
+    head += ["decisions/s"]
     head += ["decide p50 / p95 / p99 ms", "rewards", "reward p99 ms", "training"]
     head += ["server CPU ms per decision", "lost"]
     command = shlex.join(["python", "benchmarks/serve_load.py", *sys.argv[1:]])

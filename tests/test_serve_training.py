@@ -4,10 +4,16 @@ features they were made with."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
+import pytest
 
+from deepbandits.serve import training
 from deepbandits.serve.state import ServiceState
 from serve_support import contexts_stream, running, wait_idle
 
@@ -79,3 +85,52 @@ def test_a_training_due_when_the_service_stops_runs_after_the_restart(tmp_path):
             assert restarted.training
         wait_idle(restarted)
         assert restarted.model_version == 1
+
+
+def _training_pid() -> int:
+    return os.getpid()
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no scheduling priorities here")
+def test_the_network_trains_in_a_process_of_lower_priority(tmp_path):
+    with running(tmp_path / "s", SLOW) as (state, client):
+        for X in contexts_stream(7, 5):
+            client.learn(client.decide(X), 0.5)
+        assert state.training
+        wait_idle(state)
+        assert state.model_version == 1
+    pid = training._PROCESS.submit(_training_pid).result(timeout=60)
+    assert pid != os.getpid()
+    assert os.getpriority(os.PRIO_PROCESS, pid) == min(
+        19, os.getpriority(os.PRIO_PROCESS, 0) + training.NICE
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_training_process_exits_when_its_server_is_killed():
+    code = (
+        "import os, time\n"
+        "from deepbandits.serve import training\n"
+        "from test_serve_training import _training_pid\n"
+        "training.run_in_process(None).exception(timeout=60)\n"
+        "print(training._PROCESS.submit(_training_pid).result(timeout=60), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=env)
+    child = int(server.stdout.readline())
+    os.kill(server.pid, signal.SIGKILL)
+    server.wait(30)
+    deadline = time.monotonic() + 30
+    while _alive(child):
+        assert time.monotonic() < deadline, "the training process outlived its server"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # an unreaped zombie is not running
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"

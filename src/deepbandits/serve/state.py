@@ -9,9 +9,9 @@ disk.
 
 Opening the state recovers it (:mod:`deepbandits.serve.recovery`): the newest good checkpoint,
 then the events after it. Neural policies of the ridge family train off the request path
-(:mod:`deepbandits.serve.training`): a worker thread trains a copy, writes the new version to
-``networks/``, then swaps it in and logs it. :meth:`snapshot` (and every ``snapshot_every``
-events) writes a checkpoint whose events are all committed.
+(:mod:`deepbandits.serve.training`): a thread sends a copy to the training process, writes
+the new version to ``networks/``, then swaps it in and logs it. :meth:`snapshot` (and every
+``snapshot_every`` events) writes a checkpoint whose events are all committed.
 """
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ class ServiceState:
 
     def _train(self, job: training.TrainingJob) -> None:
         try:
-            state = training.run(job)
+            state = training.run_in_process(job).result()
             version = self.model_version + 1  # only this thread changes it, one at a time
             file, checksum = self.folder.write_network(version, state)
             with self.lock:
