@@ -53,6 +53,7 @@ import orjson
 import uvloop
 
 from deepbandits._io import write_atomic
+from deepbandits.serve import arrow
 from deepbandits.serve.export import logged_ids
 
 LINUCB = "linucb:reward_range=[0,1],seed=0"
@@ -62,7 +63,7 @@ NEURAL = (
     "train_steps=300,seed=0"
 )
 OUT = Path(__file__).parent / "results" / "serve_load.md"
-JSON_TYPE = b"content-type: application/json\r\n\r\n"
+JSON = "application/json"
 
 
 @dataclass
@@ -162,10 +163,12 @@ class Connection:
         writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return cls(reader, writer)
 
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+    async def request(
+        self, method: str, path: str, body: bytes = b"", media: str = JSON
+    ) -> tuple[int, bytes]:
         """The status and body of the answer to one request."""
         head = f"{method} {path} HTTP/1.1\r\nhost: x\r\ncontent-length: {len(body)}\r\n"
-        self.writer.write(head.encode() + JSON_TYPE + body)
+        self.writer.write(f"{head}content-type: {media}\r\n\r\n".encode() + body)
         lines = (await self.reader.readuntil(b"\r\n\r\n")).split(b"\r\n")
         length = next(
             int(v)
@@ -174,12 +177,16 @@ class Connection:
         )
         return int(lines[0].split(b" ", 2)[1]), await self.reader.readexactly(length)
 
-    async def json(self, method: str, path: str, body: bytes = b"") -> Any:
-        """The answer's JSON; an error status raises."""
-        status, data = await self.request(method, path, body)
+    async def call(self, method: str, path: str, body: bytes = b"", media: str = JSON) -> bytes:
+        """The answer's body; an error status raises."""
+        status, data = await self.request(method, path, body, media)
         if status != 200:
             raise RuntimeError(f"{method} {path} answered {status}: {data[:300]!r}")
-        return orjson.loads(data)
+        return data
+
+    async def json(self, method: str, path: str, body: bytes = b"") -> Any:
+        """The answer's JSON; an error status raises."""
+        return orjson.loads(await self.call(method, path, body))
 
     def close(self) -> None:
         self.writer.close()
@@ -192,11 +199,14 @@ class Pool:
         self.url = url
         self.idle: list[Connection] = []
 
-    async def json(self, method: str, path: str, body: bytes = b"") -> Any:
+    async def call(self, method: str, path: str, body: bytes = b"", media: str = JSON) -> bytes:
         conn = self.idle.pop() if self.idle else await Connection.open(self.url)
-        answer = await conn.json(method, path, body)
+        answer = await conn.call(method, path, body, media)
         self.idle.append(conn)
         return answer
+
+    async def json(self, method: str, path: str, body: bytes = b"") -> Any:
+        return orjson.loads(await self.call(method, path, body))
 
 
 def bodies(n: int, arms: int, features: int, seed: int) -> list[tuple[bytes, np.ndarray]]:
@@ -289,10 +299,16 @@ async def single(
 async def batch(
     url: str, res: Result, work: list[tuple[bytes, np.ndarray]], args: argparse.Namespace
 ) -> None:
-    """Concurrent clients sending batches of ``args.batch`` requests."""
+    """Concurrent clients sending batches of ``args.batch`` requests (as JSON, or as Arrow
+    when the case's endpoint says so)."""
     size = args.batch
     chunks = [work[i : i + size] for i in range(0, len(work) - size + 1, size)]
-    payloads = [b'{"requests":[' + b",".join(b for b, _ in c) + b"]}" for c in chunks]
+    in_arrow = "Arrow" in res.endpoint
+    if in_arrow:
+        payloads = [arrow.requests_table(np.stack([x for _, x in c])) for c in chunks]
+    else:
+        payloads = [b'{"requests":[' + b",".join(b for b, _ in c) + b"]}" for c in chunks]
+    media = arrow.MEDIA_TYPE if in_arrow else JSON
     queue = list(reversed(payloads))
     deadline = time.monotonic() + args.max_seconds
 
@@ -301,9 +317,12 @@ async def batch(
         while queue and time.monotonic() < deadline:
             body = queue.pop()
             start = time.perf_counter()
-            answer = await http.json("POST", "/v1/decide_batch", body)
+            answer = await http.call("POST", "/v1/decide_batch", body, media)
             res.latencies.append(time.perf_counter() - start)
-            res.ids.extend(d["decision_id"] for d in answer["decisions"])
+            if in_arrow:
+                res.ids.extend(arrow.read_table(answer).column("decision_id").to_pylist())
+            else:
+                res.ids.extend(d["decision_id"] for d in orjson.loads(answer)["decisions"])
 
     await asyncio.gather(*(worker() for _ in range(res.concurrency)))
 
@@ -368,8 +387,9 @@ def main() -> None:
         ("LinUCB", LINUCB, "normal", "decide", args.concurrency, args.rate),
         ("Neural-σ²-LinUCB (training)", NEURAL, "normal", "decide", args.concurrency, None),
         ("Neural-σ²-LinUCB (training)", NEURAL, "normal", "decide", args.concurrency, args.rate),
-        ("LinUCB", LINUCB, "normal", "decide_batch", 2, None),
-        ("LinUCB", LINUCB, "full", "decide_batch", 2, None),
+        ("LinUCB", LINUCB, "normal", "decide_batch (JSON)", 2, None),
+        ("LinUCB", LINUCB, "normal", "decide_batch (Arrow)", 2, None),
+        ("LinUCB", LINUCB, "full", "decide_batch (Arrow)", 2, None),
     ]
     results = []
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:

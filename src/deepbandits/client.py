@@ -34,6 +34,10 @@ from numpy.typing import NDArray
 
 from deepbandits import errors
 from deepbandits.errors import DeepBanditsError, InputTypeError, ServiceError
+from deepbandits.serve import arrow
+
+JSON = "application/json"
+ARROW = arrow.MEDIA_TYPE
 
 #: The exception of each status the service answers, when its body names none.
 _BY_STATUS: dict[int, type[DeepBanditsError]] = {
@@ -72,6 +76,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _stacked(contexts: Any) -> NDArray[np.float64] | None:
+    """The requests as one float64 array ``[B, K, d]``, or None when they are not (then JSON
+    carries them, and the service's check names what is wrong)."""
+    try:
+        array = np.asarray(contexts)
+    except (TypeError, ValueError):
+        return None
+    if array.ndim != 3 or array.dtype.kind not in "biuf" or 0 in array.shape[:2]:
+        return None
+    return array.astype(np.float64, copy=False)
+
+
+def _booleans(mask: Any) -> bool:
+    """Whether a request's mask travels as Arrow booleans (None: no mask)."""
+    if mask is None:
+        return True
+    try:
+        values = np.asarray(mask)
+    except (TypeError, ValueError):
+        return False
+    return values.ndim == 1 and values.dtype == np.bool_
+
+
 def _decision(data: dict[str, Any]) -> ServedDecision:
     def array(values: list[float | None]) -> NDArray[np.float64]:
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
@@ -100,7 +127,7 @@ class ServiceClient:
     """
 
     def __init__(self, url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
-        headers = {"content-type": "application/json"}
+        headers = {}
         if token is not None:
             headers["authorization"] = f"Bearer {token}"
         self.url = url.rstrip("/")
@@ -124,15 +151,24 @@ class ServiceClient:
                     f"the request cannot be sent as JSON (real numbers, booleans and lists "
                     f"only): {exc}"
                 ) from None
+        response = self._send(method, path, content)
+        if path == "/metrics":
+            return response.text
+        return response.json()
+
+    def _send(
+        self, method: str, path: str, content: str | bytes | None, media_type: str = JSON
+    ) -> httpx.Response:
+        """The service's answer (200) to one request; any other status raises."""
         try:
-            response = self._http.request(method, path, content=content)
+            response = self._http.request(
+                method, path, content=content, headers={"content-type": media_type}
+            )
         except httpx.HTTPError as exc:
             raise ServiceError(f"the service at {self.url} cannot be reached: {exc}") from None
         if response.status_code != 200:
             raise self._error(response)
-        if path == "/metrics":
-            return response.text
-        return response.json()
+        return response
 
     @staticmethod
     def _error(response: httpx.Response) -> DeepBanditsError:
@@ -158,7 +194,9 @@ class ServiceClient:
         self, contexts: Sequence[Any] | NDArray[Any], masks: Sequence[Any] | None = None
     ) -> list[ServedDecision]:
         """Decide ``B`` requests at once, as ``policy.decide_batch``: ``contexts`` an array
-        ``[B, K, d]`` or a list of ``[K, d]`` matrices, ``masks`` one per request (or None)."""
+        ``[B, K, d]`` or a list of ``[K, d]`` matrices, ``masks`` one per request (or None).
+        Requests of one shape travel as Arrow (:mod:`deepbandits.serve.arrow`: no text to
+        write or parse), any others as JSON."""
         batch = list(contexts)
         mask_list = [None] * len(batch) if masks is None else list(masks)
         if len(mask_list) != len(batch):
@@ -166,6 +204,11 @@ class ServiceClient:
                 f"masks must have one entry per request ({len(batch)}), but {len(mask_list)} "
                 "are given"
             )
+        stacked = _stacked(contexts)
+        if stacked is not None and all(_booleans(m) for m in mask_list):
+            body = arrow.requests_table(stacked, None if masks is None else mask_list)
+            table = arrow.read_table(self._send("POST", "/v1/decide_batch", body, ARROW).content)
+            return [_decision(row) for row in table.to_pylist()]
         requests = [{"contexts": X, "mask": m} for X, m in zip(batch, mask_list, strict=True)]
         data = self._request("POST", "/v1/decide_batch", {"requests": requests})
         return [_decision(d) for d in data["decisions"]]

@@ -73,6 +73,11 @@ def decision_out(decision: Decision, model_version: int) -> dict[str, Any]:
     }
 
 
+def decisions_out(decisions: list[Decision], model_version: int) -> dict[str, Any]:
+    """The answer of a batch of decisions (``DecisionsOut``)."""
+    return {"decisions": [decision_out(d, model_version) for d in decisions]}
+
+
 def field_error(problems: Iterable[Mapping[str, Any]]) -> str:
     """One message for the validation errors of a request body (pydantic's, or FastAPI's with
     ``"body"`` first in each location), naming each field."""

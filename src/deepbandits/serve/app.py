@@ -2,7 +2,8 @@
 
 ===================== ======================================================================
 ``POST /v1/decide``        ``{"contexts": [[...], ...], "mask": [...]?}`` → a decision
-``POST /v1/decide_batch``  ``{"requests": [...]}`` → ``{"decisions": [...]}``
+``POST /v1/decide_batch``  ``{"requests": [...]}`` → ``{"decisions": [...]}``, or the same in
+                           Arrow IPC (:mod:`deepbandits.serve.arrow`)
 ``POST /v1/reward``        ``{"decision_id", "reward", "reward_range"?, "sigma2"?}`` → 200
 ``GET /v1/health``         status, model version, events, pending decisions (open without token)
 ``GET /metrics``           Prometheus text format (:mod:`deepbandits.serve.metrics`)
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -37,9 +38,11 @@ from starlette.exceptions import HTTPException
 
 from deepbandits._version import __version__
 from deepbandits.errors import DeepBanditsError, InputValueError
-from deepbandits.serve import MAX_BODY_BYTES
+from deepbandits.policies import Decision
+from deepbandits.serve import MAX_BODY_BYTES, arrow
 from deepbandits.serve.answers import (
     decision_out,
+    decisions_out,
     dumps,
     error_answer,
     error_body,
@@ -70,6 +73,13 @@ ERRORS = {
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut} for code in (401, 404, 409, 413, 422, 503)
 }
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
+#: The Arrow form of decide_batch, beside its JSON body and answer, on the OpenAPI page.
+_ARROW_BODY = {
+    "requestBody": {"content": {arrow.MEDIA_TYPE: _BINARY}},
+    "responses": {"200": {"content": {arrow.MEDIA_TYPE: _BINARY}}},
+}
+T = TypeVar("T")
 
 
 def _json(body: bytes, status: int = 200) -> Response:
@@ -138,18 +148,27 @@ def create_app(
         await asyncio.wrap_future(future)
         return out
 
+    async def batch(contexts: Any, masks: Any, answer: Callable[[list[Decision], int], T]) -> T:
+        """The answer to a batch of requests, sent once their events are committed."""
+        decisions, future = state.decide_batch(contexts, masks)
+        metrics.decisions.inc(len(decisions))
+        out = answer(decisions, state.model_version)
+        await asyncio.wrap_future(future)
+        return out
+
     async def decide_batch(body: DecideBatchRequest) -> dict[str, Any]:
-        """Decide several requests at once (with the model as it is)."""
+        """Decide several requests at once (with the model as it is). The same in Arrow: send
+        an Arrow IPC stream (``Content-Type: application/vnd.apache.arrow.stream``) with a
+        ``contexts`` column (and optionally ``mask``), one row per request, for an Arrow answer
+        with one row per decision."""
         if not body.requests:
             raise InputValueError("requests must hold at least one request, but 0 are given")
         contexts = [r.contexts for r in body.requests]
         masks = [r.mask for r in body.requests]
-        decisions, future = state.decide_batch(contexts, masks)
-        metrics.decisions.inc(len(decisions))
-        version = state.model_version
-        out = {"decisions": [decision_out(d, version) for d in decisions]}
-        await asyncio.wrap_future(future)
-        return out
+        return await batch(contexts, masks, decisions_out)
+
+    async def decide_batch_arrow(body: bytes) -> bytes:
+        return await batch(*arrow.read_requests(body), arrow.decisions_table)
 
     async def reward(body: RewardRequest) -> dict[str, Any]:
         """Learn the reward of a pending decision."""
@@ -178,6 +197,7 @@ def create_app(
             methods=["POST"],
             response_model=answer,
             responses=_ERROR_RESPONSES,
+            openapi_extra=_ARROW_BODY if path == "/v1/decide_batch" else None,
         )
 
     @app.get("/v1/health", response_model=HealthOut)
@@ -197,6 +217,7 @@ def create_app(
         keys = ("seq", "model_version", "rewards_learned")
         return _json(dumps({k: meta[k] for k in keys}))
 
-    direct = Direct(app.routed, {path: (r, h) for path, (r, _, h) in hot.items()})
+    routes = {path: (r, h) for path, (r, _, h) in hot.items()}
+    direct = Direct(app.routed, routes, {"/v1/decide_batch": decide_batch_arrow})
     app.entry = Guard(direct, token=token, max_body_bytes=max_body_bytes, metrics=metrics)
     return app

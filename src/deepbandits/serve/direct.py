@@ -6,9 +6,11 @@ per request, more than a decision and its log entry together. :class:`Direct` an
 on the paths it is given itself: it reads the body, validates it with the route's pydantic model
 (:func:`parse`: orjson, or pydantic's JSON parser, which reads ``NaN`` as Python's does, so
 that the policy's own check refuses it by name), awaits the handler and writes its answer with
-orjson. Everything else goes to FastAPI, which also documents the same routes (``/docs``) and
-answers them the same way if called. Invalid bodies and the library's errors get the answers the
-FastAPI app gives (:mod:`deepbandits.serve.answers`).
+orjson. A route may also take an Arrow IPC body (:mod:`deepbandits.serve.arrow`): its Arrow
+handler gets the bytes and answers in Arrow. Everything else goes to FastAPI, which also
+documents the same routes (``/docs``) and answers them the same way if called. Invalid bodies
+and the library's errors get the answers the FastAPI app gives
+(:mod:`deepbandits.serve.answers`).
 """
 
 from __future__ import annotations
@@ -20,23 +22,31 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from deepbandits.errors import DeepBanditsError, InputValueError
+from deepbandits.serve import arrow
 from deepbandits.serve.answers import NOT_AN_OBJECT, dumps, error_answer, invalid_body
-from deepbandits.serve.guard import ASGIApp, Receive, Scope, Send, respond
+from deepbandits.serve.guard import JSON, ASGIApp, Receive, Scope, Send, respond
 
 #: A hot endpoint: the validated body → the answer (sent once the handler returns).
 Handler = Callable[[Any], Awaitable[Any]]
+#: A hot endpoint's Arrow form: the body's bytes → the answer's Arrow IPC bytes.
+ArrowHandler = Callable[[bytes], Awaitable[bytes]]
+ARROW = arrow.MEDIA_TYPE.encode()
 
 
-def is_json(scope: Scope) -> bool:
-    """Whether the request says its body is JSON (``application/json`` or ``+json``), as
-    FastAPI requires before it parses a body."""
+def content_type(scope: Scope) -> bytes:
+    """The request's media type, lower case, without parameters (empty if none is given)."""
     for name, value in scope["headers"]:
         if name == b"content-type":
-            kind = value.split(b";", 1)[0].strip().lower()
-            return kind == b"application/json" or (
-                kind.startswith(b"application/") and kind.endswith(b"+json")
-            )
-    return False
+            return value.split(b";", 1)[0].strip().lower()
+    return b""
+
+
+def is_json(kind: bytes) -> bool:
+    """Whether a media type is JSON (``application/json`` or ``+json``), as FastAPI requires
+    before it parses a body."""
+    return kind == b"application/json" or (
+        kind.startswith(b"application/") and kind.endswith(b"+json")
+    )
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -60,12 +70,19 @@ def parse(model: type[BaseModel], body: bytes) -> BaseModel:
 
 
 class Direct:
-    """``POST`` on the paths of ``routes`` (path → request model, handler) answered directly;
-    every other request goes to ``fallback`` (module notes)."""
+    """``POST`` on the paths of ``routes`` (path → request model, handler) answered directly,
+    and in Arrow on the paths of ``arrow_routes`` (path → Arrow handler); every other request
+    goes to ``fallback`` (module notes)."""
 
-    def __init__(self, fallback: ASGIApp, routes: dict[str, tuple[type[BaseModel], Handler]]):
+    def __init__(
+        self,
+        fallback: ASGIApp,
+        routes: dict[str, tuple[type[BaseModel], Handler]],
+        arrow_routes: dict[str, ArrowHandler],
+    ):
         self.fallback = fallback
         self.routes = routes
+        self.arrow_routes = arrow_routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         route = self.routes.get(scope["path"]) if scope.get("method") == "POST" else None
@@ -74,13 +91,18 @@ class Direct:
             return
         model, handler = route
         body = await read_body(receive)
+        kind = content_type(scope)
+        in_arrow = kind == ARROW and scope["path"] in self.arrow_routes
         try:
-            if not is_json(scope):
+            if in_arrow:
+                answer = await self.arrow_routes[scope["path"]](body)
+            elif is_json(kind):
+                answer = dumps(await handler(parse(model, body)))
+            else:
                 raise InputValueError(NOT_AN_OBJECT)
-            answer = await handler(parse(model, body))
         except ValidationError as exc:
             await respond(send, 422, invalid_body(exc.errors(include_url=False)))
         except DeepBanditsError as exc:
             await respond(send, *error_answer(exc))
         else:
-            await respond(send, 200, dumps(answer))
+            await respond(send, 200, answer, media_type=ARROW if in_arrow else JSON)

@@ -27,6 +27,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: Paths open without the token.
 OPEN_PATHS = frozenset({"/v1/health"})
+#: The media type of the answers (the Arrow form of decide_batch excepted).
+JSON = b"application/json"
 
 
 class BodyTooLarge(HTTPException):
@@ -37,11 +39,16 @@ class BodyTooLarge(HTTPException):
 
 
 async def respond(
-    send: Send, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]] = ()
+    send: Send,
+    status: int,
+    body: bytes,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+    *,
+    media_type: bytes = JSON,
 ) -> None:
-    """Send a JSON answer."""
+    """Send an answer (JSON unless ``media_type`` says otherwise)."""
     length = str(len(body)).encode()
-    head = [(b"content-type", b"application/json"), (b"content-length", length), *headers]
+    head = [(b"content-type", media_type), (b"content-length", length), *headers]
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
 

@@ -37,6 +37,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from ray import serve
 from ray.serve.handle import DeploymentHandle
+from threadpoolctl import threadpool_limits
 
 from deepbandits._io import write_atomic
 from deepbandits.errors import (
@@ -99,6 +100,7 @@ class PolicyReplica:
 
     def __init__(self, root: str, index: int, spec: str, options: dict[str, Any]) -> None:
         torch.set_num_threads(1)
+        threadpool_limits(limits=1, user_api="blas")  # as the foreground server (serve.server)
         self.index = index
         self.state = ReplicaState(Path(root) / f"replica-{index}", policy=spec, **options)
 

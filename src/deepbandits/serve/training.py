@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 from numpy.typing import NDArray
+from threadpoolctl import threadpool_limits
 
 from deepbandits.networks.learner import NetworkLearner
 from deepbandits.networks.schedule import TrainSchedule
@@ -134,9 +135,10 @@ def run_in_process(job: TrainingJob) -> Future[dict[str, Any]]:
 
 
 def _start_process(parent: int, threads: int) -> None:
-    """Set up the training process: the server's thread count, a lower priority, and an exit
-    when the parent is gone."""
+    """Set up the training process: the server's thread count (torch's and BLAS's), a lower
+    priority, and an exit when the parent is gone."""
     torch.set_num_threads(threads)
+    threadpool_limits(limits=threads, user_api="blas")  # for the life of the process
     try:
         os.nice(NICE)
     except (AttributeError, OSError):  # not on this platform: same priority then
