@@ -365,7 +365,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1000, help="decisions per batch request")
     parser.add_argument("--concurrency", type=int, default=16, help="async clients")
     parser.add_argument(
-        "--rate", type=float, default=1000.0, help="decisions/s of the offered-rate cases"
+        "--linucb-rate", type=float, default=2000.0, help="decisions/s offered to LinUCB"
+    )
+    parser.add_argument(
+        "--neural-rate", type=float, default=1000.0, help="decisions/s offered to the neural case"
     )
     parser.add_argument("--reward-delay", type=float, default=0.01, help="seconds")
     parser.add_argument("--max-seconds", type=float, default=20.0, help="per case")
@@ -384,9 +387,16 @@ def main() -> None:
     cases = [
         ("LinUCB", LINUCB, "normal", "decide", args.concurrency, None),
         ("LinUCB", LINUCB, "full", "decide", args.concurrency, None),
-        ("LinUCB", LINUCB, "normal", "decide", args.concurrency, args.rate),
+        ("LinUCB", LINUCB, "normal", "decide", args.concurrency, args.linucb_rate),
         ("Neural-σ²-LinUCB (training)", NEURAL, "normal", "decide", args.concurrency, None),
-        ("Neural-σ²-LinUCB (training)", NEURAL, "normal", "decide", args.concurrency, args.rate),
+        (
+            "Neural-σ²-LinUCB (training)",
+            NEURAL,
+            "normal",
+            "decide",
+            args.concurrency,
+            args.neural_rate,
+        ),
         ("LinUCB", LINUCB, "normal", "decide_batch (JSON)", 2, None),
         ("LinUCB", LINUCB, "normal", "decide_batch (Arrow)", 2, None),
         ("LinUCB", LINUCB, "full", "decide_batch (Arrow)", 2, None),

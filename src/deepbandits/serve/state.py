@@ -146,6 +146,7 @@ class ServiceState:
             self.trainer.defer()
             self.trainer.due_ = meta.get("training_due")
             torch.set_num_threads(1)  # the request path and the trainer share the cores
+            training.start_process()
         if int(meta["seq"]) > self.log.last_seq():
             note = (
                 f"the checkpoint includes events up to {meta['seq']} but the log ends at "

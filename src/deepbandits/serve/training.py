@@ -19,8 +19,8 @@ and notes when the schedule wants a training. Then, in three steps:
 What :func:`run` returns is what :func:`apply` needs and nothing else, so a service writes it to
 a file and a restarted service applies the file at the same point of its event log.
 
-The training process is one per server process, started at the first training
-(``spawn``), with the server's torch thread count (the same count gives the same weights as a
+The training process is one per server process, started when a service whose policy trains
+opens (``spawn``), with the server's torch thread count (the same count gives the same weights as a
 training in the server itself) and a lower scheduling priority (``nice`` +:data:`NICE`): a
 training in a thread of the server held Python's global lock for most of its steps and took
 the cores from the requests (a decision's p99 went from 12 ms to 34 ms while one ran); in its
@@ -118,6 +118,16 @@ def run(job: TrainingJob) -> dict[str, Any]:
 def run_in_process(job: TrainingJob) -> Future[dict[str, Any]]:
     """:func:`run` of ``job`` in the training process (module notes), started if none runs;
     a process that died is replaced at the next call."""
+    return _submit(run, job)
+
+
+def start_process() -> None:
+    """Start the training process now, if none runs (a service whose policy trains calls it
+    when it opens: the process's start, seconds of imports, is then not a training's wait)."""
+    _submit(os.getpid)
+
+
+def _submit(function: Any, *args: Any) -> Future[Any]:
     global _PROCESS
     with _PROCESS_LOCK:
         if _PROCESS is None:
@@ -128,7 +138,7 @@ def run_in_process(job: TrainingJob) -> Future[dict[str, Any]]:
                 initargs=(os.getpid(), torch.get_num_threads()),
             )
         try:
-            return _PROCESS.submit(run, job)
+            return _PROCESS.submit(function, *args)
         except BrokenProcessPool:
             _PROCESS = None
             raise
