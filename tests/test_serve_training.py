@@ -8,12 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import numpy as np
 import pytest
 
-from deepbandits.serve import training
+import deepbandits as db
+from deepbandits.serve import trainer_process, training
 from deepbandits.serve.state import ServiceState
 from serve_support import contexts_stream, running, wait_idle
 
@@ -87,10 +89,6 @@ def test_a_training_due_when_the_service_stops_runs_after_the_restart(tmp_path):
         assert restarted.model_version == 1
 
 
-def _training_pid() -> int:
-    return os.getpid()
-
-
 @pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no scheduling priorities here")
 def test_the_network_trains_in_a_process_of_lower_priority(tmp_path):
     with running(tmp_path / "s", SLOW) as (state, client):
@@ -99,11 +97,51 @@ def test_the_network_trains_in_a_process_of_lower_priority(tmp_path):
         assert state.training
         wait_idle(state)
         assert state.model_version == 1
-    pid = training._PROCESS.submit(_training_pid).result(timeout=60)
-    assert pid != os.getpid()
+    pid = training.PROCESS.call(os.getpid)
+    assert pid == training.PROCESS.pid and pid != os.getpid()
     assert os.getpriority(os.PRIO_PROCESS, pid) == min(
-        19, os.getpriority(os.PRIO_PROCESS, 0) + training.NICE
+        19, os.getpriority(os.PRIO_PROCESS, 0) + trainer_process.NICE
     )
+
+
+def test_what_the_training_process_raises_is_raised_and_a_dead_one_is_replaced():
+    process = trainer_process.TrainingProcess()
+    try:
+        with pytest.raises(ZeroDivisionError):
+            process.call(divmod, 1, 0)
+        first = process.call(os.getpid)
+        with pytest.raises(db.ServiceError, match="training process ended"):
+            process.call(os._exit, 3)
+        assert process.call(os.getpid) != first  # a new process
+        assert process.call(divmod, 7, 2) == (3, 1)
+    finally:
+        process.close()
+
+
+def test_a_script_without_a_main_guard_serves_and_trains(tmp_path):
+    """The training process never imports the user's script again (``spawn`` would: the
+    script, without ``if __name__ == "__main__":``, would run from the top in the child)."""
+    script = tmp_path / "script.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import numpy as np
+            from deepbandits.serve.state import ServiceState
+            print("started", flush=True)
+            state = ServiceState({str(tmp_path / "s")!r}, policy={SLOW!r})
+            rng = np.random.default_rng(0)
+            for _ in range(5):
+                decision, _ = state.decide(rng.standard_normal((3, 5)))
+                state.learn(decision.id, 0.5)[1].result()
+            state.close()
+            print("version", state.model_version, flush=True)
+            """
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert out.split() == ["started", "version", "1"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -111,13 +149,10 @@ def test_the_training_process_exits_when_its_server_is_killed():
     code = (
         "import os, time\n"
         "from deepbandits.serve import training\n"
-        "from test_serve_training import _training_pid\n"
-        "training.run_in_process(None).exception(timeout=60)\n"
-        "print(training._PROCESS.submit(_training_pid).result(timeout=60), flush=True)\n"
+        "print(training.PROCESS.call(os.getpid), flush=True)\n"
         "time.sleep(60)\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
-    server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=env)
+    server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     child = int(server.stdout.readline())
     os.kill(server.pid, signal.SIGKILL)
     server.wait(30)

@@ -146,7 +146,7 @@ class ServiceState:
             self.trainer.defer()
             self.trainer.due_ = meta.get("training_due")
             torch.set_num_threads(1)  # the request path and the trainer share the cores
-            training.start_process()
+            training.PROCESS.start()
         if int(meta["seq"]) > self.log.last_seq():
             note = (
                 f"the checkpoint includes events up to {meta['seq']} but the log ends at "
@@ -278,7 +278,7 @@ class ServiceState:
 
     def _train(self, job: training.TrainingJob) -> None:
         try:
-            state = training.run_in_process(job).result()
+            state = training.run_in_process(job)
             version = self.model_version + 1  # only this thread changes it, one at a time
             file, checksum = self.folder.write_network(version, state)
             with self.lock:

@@ -19,43 +19,31 @@ and notes when the schedule wants a training. Then, in three steps:
 What :func:`run` returns is what :func:`apply` needs and nothing else, so a service writes it to
 a file and a restarted service applies the file at the same point of its event log.
 
-The training process is one per server process, started when a service whose policy trains
-opens (``spawn``), with the server's torch thread count (the same count gives the same weights as a
-training in the server itself) and a lower scheduling priority (``nice`` +:data:`NICE`): a
-training in a thread of the server held Python's global lock for most of its steps and took
-the cores from the requests (a decision's p99 went from 12 ms to 34 ms while one ran); in its
-own process, at a lower priority, it takes only what answering leaves. It exits when its parent
-does, even on ``kill -9``.
+The training process (:data:`PROCESS`, :mod:`deepbandits.serve.trainer_process`) is one per
+server process, started when a service whose policy trains opens, with the server's torch
+thread count (the same count gives the same weights as a training in the server itself) and a
+lower scheduling priority: a training in a thread of the server held Python's global lock for
+most of its steps and took the cores from the requests (a decision's p99 went from 12 ms to
+34 ms while one ran); in its own process, at a lower priority, it takes only what answering
+leaves.
 """
 
 from __future__ import annotations
 
 import copy
-import multiprocessing
-import os
-import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
-from threadpoolctl import threadpool_limits
 
 from deepbandits.networks.learner import NetworkLearner
 from deepbandits.networks.schedule import TrainSchedule
 from deepbandits.policies import Policy
 from deepbandits.policies.parts.trainer import Trainer
-
-#: How much lower the training process's scheduling priority is than the server's.
-NICE = 10
-#: Seconds between two looks of the training process at whether its parent still runs.
-PARENT_CHECK_SECONDS = 1.0
-_PROCESS: ProcessPoolExecutor | None = None
-_PROCESS_LOCK = threading.Lock()
+from deepbandits.serve.trainer_process import TrainingProcess
 
 
 def trainer_of(policy: Policy) -> Trainer | None:
@@ -115,51 +103,14 @@ def run(job: TrainingJob) -> dict[str, Any]:
     }
 
 
-def run_in_process(job: TrainingJob) -> Future[dict[str, Any]]:
-    """:func:`run` of ``job`` in the training process (module notes), started if none runs;
-    a process that died is replaced at the next call."""
-    return _submit(run, job)
+#: The training process of this server (:mod:`deepbandits.serve.trainer_process`).
+PROCESS = TrainingProcess()
 
 
-def start_process() -> None:
-    """Start the training process now, if none runs (a service whose policy trains calls it
-    when it opens: the process's start, seconds of imports, is then not a training's wait)."""
-    _submit(os.getpid)
-
-
-def _submit(function: Any, *args: Any) -> Future[Any]:
-    global _PROCESS
-    with _PROCESS_LOCK:
-        if _PROCESS is None:
-            _PROCESS = ProcessPoolExecutor(
-                max_workers=1,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_start_process,
-                initargs=(os.getpid(), torch.get_num_threads()),
-            )
-        try:
-            return _PROCESS.submit(function, *args)
-        except BrokenProcessPool:
-            _PROCESS = None
-            raise
-
-
-def _start_process(parent: int, threads: int) -> None:
-    """Set up the training process: the server's thread count (torch's and BLAS's), a lower
-    priority, and an exit when the parent is gone."""
-    torch.set_num_threads(threads)
-    threadpool_limits(limits=threads, user_api="blas")  # for the life of the process
-    try:
-        os.nice(NICE)
-    except (AttributeError, OSError):  # not on this platform: same priority then
-        pass
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_CHECK_SECONDS)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="deepbandits-parent-watch", daemon=True).start()
+def run_in_process(job: TrainingJob) -> dict[str, Any]:
+    """:func:`run` of ``job`` in the training process (module notes)."""
+    result: dict[str, Any] = PROCESS.call(run, job)
+    return result
 
 
 def apply(policy: Policy, state: dict[str, Any]) -> None:
