@@ -1,6 +1,7 @@
 """A bounded load test of ``deepbandits serve`` on loopback (not a test):
 ``python benchmarks/serve_load.py [--quick] [--decisions N] [--concurrency C]
-[--reward-delay S] [--max-seconds T]``.
+[--reward-delay S] [--max-seconds T] [--offered-seconds S] [--linucb-rate R] [--neural-rate R]
+[--only TEXT]``.
 
 Each case starts ``deepbandits serve`` as its own process on a new state folder (127.0.0.1, a
 free port), warms it up, then runs concurrent async clients in this process: each decides
@@ -10,7 +11,9 @@ seconds after the answer, until
 Request bodies are encoded before the clock starts. A case either runs its clients as fast as
 the answers come (closed loop: the most the machine gives) or offers a fixed rate (``offered``:
 the n-th decision is due ``n / rate`` seconds after the start, and its latency counts from then,
-so a server that falls behind is charged for the wait).
+so a server that falls behind is charged for the wait; it runs ``--offered-seconds``). The
+batch cases send ``decide_batch`` bodies as JSON or as Arrow IPC streams
+(:mod:`deepbandits.serve.arrow`).
 
 The clients speak HTTP/1.1 over keep-alive connections of their own (:class:`Connection`: asyncio
 streams on uvloop, answers read by ``Content-Length``, JSON by orjson) rather than through
@@ -192,17 +195,29 @@ class Connection:
         self.writer.close()
 
 
+#: Seconds a connection may sit idle in a pool (uvicorn closes keep-alive connections idle 5 s).
+IDLE_SECONDS = 2.0
+
+
 class Pool:
-    """Connections to ``url``, one per request in flight (opened as needed, then reused)."""
+    """Connections to ``url``, one per request in flight (opened as needed, then reused while
+    they were idle less than :data:`IDLE_SECONDS`)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.idle: list[Connection] = []
+        self.idle: list[tuple[Connection, float]] = []
 
     async def call(self, method: str, path: str, body: bytes = b"", media: str = JSON) -> bytes:
-        conn = self.idle.pop() if self.idle else await Connection.open(self.url)
+        conn = None
+        while self.idle and conn is None:
+            conn, since = self.idle.pop()
+            if time.monotonic() - since > IDLE_SECONDS:
+                conn.close()
+                conn = None
+        if conn is None:
+            conn = await Connection.open(self.url)
         answer = await conn.call(method, path, body, media)
-        self.idle.append(conn)
+        self.idle.append((conn, time.monotonic()))
         return answer
 
     async def json(self, method: str, path: str, body: bytes = b"") -> Any:
@@ -290,10 +305,10 @@ async def single(
                 task.add_done_callback(pending.discard)
             else:
                 await reward(http, data["decision_id"], value)
-        while pending:
-            await asyncio.gather(*list(pending))
 
     await asyncio.gather(*(worker() for _ in range(res.concurrency)))
+    while pending:  # the rewards still on their way, whichever worker sent their decision
+        await asyncio.gather(*list(pending))
 
 
 async def batch(
@@ -334,6 +349,8 @@ async def measure(res: Result, spec: str, args: argparse.Namespace, root: Path) 
         shape = (args.arms, args.features)
         run = single if res.endpoint == "decide" else batch
         n = args.decisions if run is single else args.batch_decisions
+        if res.rate is not None:  # a fixed duration at the offered rate
+            n = int(res.rate * args.offered_seconds)
         warm = Result(res.case, res.durability, res.endpoint, res.concurrency)
         await run(server.url, warm, bodies(max(args.batch, 300), *shape, seed=1), args)
         work = bodies(n, *shape, seed=2)
@@ -365,6 +382,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1000, help="decisions per batch request")
     parser.add_argument("--concurrency", type=int, default=16, help="async clients")
     parser.add_argument(
+        "--offered-seconds", type=float, default=15.0, help="length of an offered-rate case"
+    )
+    parser.add_argument(
         "--linucb-rate", type=float, default=2000.0, help="decisions/s offered to LinUCB"
     )
     parser.add_argument(
@@ -384,6 +404,7 @@ def main() -> None:
     if args.quick:
         args.decisions //= 10
         args.batch_decisions //= 10
+        args.offered_seconds /= 10
     cases = [
         ("LinUCB", LINUCB, "normal", "decide", args.concurrency, None),
         ("LinUCB", LINUCB, "full", "decide", args.concurrency, None),
