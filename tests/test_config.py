@@ -21,7 +21,7 @@ from deepbandits.experiments.config import (
     builtin_configs,
     load_config,
 )
-from deepbandits.experiments.matched import MATCHED, QUICK_MATCHED
+from deepbandits.experiments.matched import MATCHED, MATCHED_BUDGET, QUICK_MATCHED
 from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import make_policy
 
@@ -133,7 +133,7 @@ def test_matched_protocol(configs: dict[str, ExperimentConfig]) -> None:
         default_T=500,
         eval_seeds=(0, 1),
         n_trials=2,
-        budget={"train_steps": 50},
+        budget={**MATCHED_BUDGET, "train_steps": 50},  # the quick table's whole budget
     )
     assert matched.scaled(True).matched_protocol() == quick
     with pytest.raises(InputValueError, match="kind 'matched'"):

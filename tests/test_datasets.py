@@ -398,6 +398,62 @@ def test_a_dataset_gives_its_recommended_settings_and_the_papers_one_keyword_awa
         db.make_env("mnist", data_dir=tmp_path, download=False, settings="best")
 
 
+RIDGE_NETWORKS = ("neural-lingreedy", "neural-linucb", "neural-sigma2-linucb", "save-neural-linucb")
+
+
+def test_the_ridge_familys_new_defaults_reach_it_but_not_the_paper_datasets(tmp_path):
+    """NEURAL_DEFAULTS (the "neural-linear" schedule, weight decay 0.005; chosen on h1, see
+    benchmarks/results/defaults_h1_tuning.csv) reach the ridge family on data without settings;
+    NeuralUCB, NeuralTS and BootstrappedNN keep the "default" schedule and no weight decay; and
+    the paper datasets, under either setting, keep the schedule and the weight decay of before
+    (their numbers, and MNIST's fast first-layer path, are measured with 0)."""
+    import deepbandits as db
+    from deepbandits.envs.settings import dataset_settings
+    from deepbandits.networks.learner import SCHEDULE_FIELDS
+    from deepbandits.networks.schedule import SCHEDULES, TrainSchedule, resolve_schedule
+
+    new = TrainSchedule(train_every=100, train_start=2000, warmup_every=10, train_steps=300)
+    assert SCHEDULES["neural-linear"] == new
+    assert SCHEDULES["default"] == TrainSchedule(100, 2000, 50, 1000, 64)  # unchanged
+    for name in RIDGE_NETWORKS:
+        policy = db.make_policy(name)
+        params = policy.get_params()
+        assert (params["train_schedule"], params["weight_decay"]) == ("neural-linear", 0.005)
+        assert policy.train_schedule_ == new
+        named = db.make_policy(name, train_schedule="paper")  # a named schedule is that schedule
+        assert named.train_schedule_ == SCHEDULES["paper"]
+    for name in ("neural-ucb", "neural-ts", "bootstrapped-nn"):
+        policy = db.make_policy(name)
+        assert policy.get_params()["weight_decay"] == 0.0
+        assert policy.train_schedule_ == SCHEDULES["default"]
+
+    make_mnist(tmp_path, np.random.default_rng(3))
+    expected = {
+        "recommended": TrainSchedule(
+            train_every=50, train_start=1000, warmup_every=10, train_steps=300
+        ),
+        "paper": TrainSchedule(
+            train_every=10, train_start=10000, warmup_every=50, train_steps=1000
+        ),
+    }
+    for settings, schedule in expected.items():
+        env = db.make_env("mnist", data_dir=tmp_path, download=False, settings=settings)
+        for name in RIDGE_NETWORKS:
+            policy = db.make_policy(name, env=env)
+            assert policy.get_params()["weight_decay"] == 0.0, (settings, name)
+            assert policy.train_schedule_ == schedule, (settings, name)
+        ucb = db.make_policy("neural-ucb", env=env).get_params()
+        assert (ucb["train_schedule"], ucb["weight_decay"]) == ("default", 0.0)
+    for dataset in ("mnist", "shuttle", "covertype", "cifar10"):
+        for settings in ("recommended", "paper"):
+            for name in RIDGE_NETWORKS:
+                given = dataset_settings(dataset, settings, name)
+                policy = db.make_policy(name, **given)
+                before = resolve_schedule("default", {k: given.get(k) for k in SCHEDULE_FIELDS})
+                assert policy.get_params()["weight_decay"] == 0.0, (dataset, settings, name)
+                assert policy.train_schedule_ == before, (dataset, settings, name)
+
+
 def test_your_own_data_gets_no_dataset_settings():
     import deepbandits as db
 

@@ -62,10 +62,10 @@ def test_one_row_per_policy_with_the_budget_applied_to_all(matched):
     assert (csv["T"] == 150).all() and (csv["n_eval"] == 3).all()
     assert (csv["trials_complete"] + csv["trials_pruned"] + csv["trials_failed"] == 2).all()
     spec = dict(zip(csv["policy"], csv["spec"], strict=True))
-    assert (
-        spec["neural-sigma2-linucb"] == "neural-sigma2-linucb:hidden=8,train_steps=5,feature_dim=4"
-    )
-    assert spec["neural-ucb"] == "neural-ucb:hidden=8,train_steps=5"  # no feature layer
+    # MATCHED_BUDGET (the "default" schedule, no weight decay) with the keys given over it
+    shared = "train_schedule=default,weight_decay=0.0,hidden=8,train_steps=5"
+    assert spec["neural-sigma2-linucb"] == f"neural-sigma2-linucb:{shared},feature_dim=4"
+    assert spec["neural-ucb"] == f"neural-ucb:{shared}"  # no feature layer
     searched = dict(zip(csv["policy"], csv["searched"], strict=True))
     assert searched == {
         "neural-lingreedy": "lam,lr",  # alpha is fixed at 0

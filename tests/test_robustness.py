@@ -458,7 +458,14 @@ def test_a_diverging_training_is_undone_and_never_poisons_the_policy(name):
 RELEASED = Path(__file__).parent / "data" / "checkpoints-0.1.0"
 RELEASED_CASES = {
     "linucb": {},
-    "neural-sigma2-linucb": {"hidden": 8, "feature_dim": 4, "train_steps": 5},
+    # the ridge family's network defaults of that release ("default" schedule, no weight decay)
+    "neural-sigma2-linucb": {
+        "hidden": 8,
+        "feature_dim": 4,
+        "train_steps": 5,
+        "train_schedule": "default",
+        "weight_decay": 0.0,
+    },
     "neural-ucb": {"hidden": 8, "train_steps": 5},
 }
 

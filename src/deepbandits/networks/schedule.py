@@ -41,13 +41,20 @@ class TrainSchedule:
 
 #: Named schedules. ``paper``: Appendix B (every H = 100 rounds from t₀ = 2000, n = 1000 steps,
 #: nothing before t₀). ``paper-code``: the paper's published code, which also trains after every
-#: round before t₀. ``default``: chosen by measurement (README, "Choosing the default schedule").
+#: round before t₀. ``default``: chosen by measurement (manual, "Choosing the default schedule");
+#: NeuralUCB, NeuralTS and BootstrappedNN train on it. ``neural-linear``: the default of the
+#: ridge-family networks (Neural-LinGreedy to Neural-σ²-LinUCB and SAVE), shorter trainings every
+#: 10 rounds before t₀, chosen with their weight decay (:data:`~deepbandits.policies.recipes.
+#: NEURAL_DEFAULTS` says how).
 SCHEDULES: dict[str, TrainSchedule] = {
     "paper": TrainSchedule(train_every=100, train_start=2000, warmup_every=0, train_steps=1000),
     "paper-code": TrainSchedule(
         train_every=100, train_start=2000, warmup_every=1, train_steps=1000
     ),
     "default": TrainSchedule(train_every=100, train_start=2000, warmup_every=50, train_steps=1000),
+    "neural-linear": TrainSchedule(
+        train_every=100, train_start=2000, warmup_every=10, train_steps=300
+    ),
 }
 
 

@@ -52,6 +52,7 @@ from deepbandits.experiments.matched.markdown import format_matched
 from deepbandits.experiments.matched.protocol import (
     DESCRIPTION,
     MATCHED,
+    MATCHED_BUDGET,
     MATCHED_POLICIES,
     QUICK_MATCHED,
     MatchedProtocol,
@@ -184,6 +185,7 @@ __all__ = [
     "CONFIDENCE",
     "DESCRIPTION",
     "MATCHED",
+    "MATCHED_BUDGET",
     "MATCHED_POLICIES",
     "QUICK_MATCHED",
     "MatchedProtocol",

@@ -24,6 +24,13 @@ MATCHED_POLICIES: tuple[str, ...] = (
     "neural-ucb",
 )
 
+#: The network budget every policy of the protocol trains on unless told otherwise: the
+#: library's defaults for NeuralUCB (the ``"default"`` schedule, no weight decay), given to the
+#: ridge family too, whose own defaults differ (the ``"neural-linear"`` schedule, weight decay
+#: 0.005: :data:`~deepbandits.policies.recipes.NEURAL_DEFAULTS`); the committed results
+#: (``benchmarks/results/matched.md``) were measured on it.
+MATCHED_BUDGET: dict[str, Any] = {"train_schedule": "default", "weight_decay": 0.0}
+
 
 @dataclass(frozen=True)
 class MatchedProtocol:
@@ -51,8 +58,10 @@ class MatchedProtocol:
         Parameters searched, each only for the policies that search it.
     budget : dict
         Training settings added to the specification of every policy that takes them (e.g.
-        ``{"train_steps": 100}``); empty: the library defaults (with the environment's
-        recommended settings, the same for all). Never searched.
+        ``{"train_steps": 100}``); :data:`MATCHED_BUDGET` by default: the ``"default"``
+        schedule without weight decay, NeuralUCB's defaults, which the ridge family's
+        (``"neural-linear"``, weight decay 0.005) differ from; with the environment's recommended
+        settings, the same for all. Never searched.
     sampler_seed : int
         Seed of every study's TPE sampler.
     """
@@ -66,7 +75,7 @@ class MatchedProtocol:
     eval_seeds: tuple[int, ...] = tuple(range(10))
     n_trials: int = 20
     search: tuple[str, ...] = ("alpha", "lam", "lr")
-    budget: dict[str, Any] = field(default_factory=dict)
+    budget: dict[str, Any] = field(default_factory=lambda: dict(MATCHED_BUDGET))
     sampler_seed: int = 0
 
     def horizon(self, env_spec: str) -> int:
@@ -168,7 +177,7 @@ QUICK_MATCHED = MatchedProtocol(
     tuning_seeds=(100, 101),
     eval_seeds=(0, 1, 2),
     n_trials=3,
-    budget={"train_steps": 100},
+    budget={**MATCHED_BUDGET, "train_steps": 100},
 )
 
 
@@ -186,7 +195,8 @@ def matched_protocol(
 ) -> MatchedProtocol:
     """``base`` (default :data:`MATCHED`, or :data:`QUICK_MATCHED` with ``quick``) with the
     given settings replaced, checked (:meth:`MatchedProtocol.check`); an int ``T`` applies to
-    every environment, a mapping overrides single ones."""
+    every environment, a mapping overrides single ones; ``budget`` replaces the keys it gives
+    and keeps the others."""
     protocol = base if base is not None else QUICK_MATCHED if quick else MATCHED
     changes: dict[str, Any] = {}
     if envs is not None:
@@ -204,7 +214,7 @@ def matched_protocol(
     elif T is not None:
         changes.update(T={}, default_T=T)
     if budget is not None:
-        changes["budget"] = dict(budget)
+        changes["budget"] = {**protocol.budget, **budget}
     protocol = replace(protocol, **changes)
     protocol.check()
     return protocol
@@ -213,6 +223,7 @@ def matched_protocol(
 __all__ = [
     "DESCRIPTION",
     "MATCHED",
+    "MATCHED_BUDGET",
     "MATCHED_POLICIES",
     "QUICK_MATCHED",
     "MatchedProtocol",

@@ -50,9 +50,11 @@ class Trainer(Part):
     ----------
     loss : {"mse", "mle"}, default="mse"
         Network loss: Eq. 6 or the Gaussian likelihood of Eq. 14.
-    train_schedule : {"default", "paper", "paper-code"}, default="default"
+    train_schedule : {"default", "paper", "paper-code", "neural-linear"}, default="default"
         Named training schedule (:mod:`deepbandits.networks.schedule`); the five entries below
-        override its fields when given.
+        override its fields when given. The ridge family's recipes (Neural-LinGreedy to
+        Neural-σ²-LinUCB and SAVE) give ``"neural-linear"`` and ``weight_decay=0.005``
+        (:data:`~deepbandits.policies.recipes.NEURAL_DEFAULTS`).
     train_every, train_start, warmup_every, train_steps, batch_size : int, optional
         H, t₀, rounds between trainings before t₀ (0 = none), n, and the minibatch size.
     optimizer : {"sgd", "adam"}, default="sgd"
