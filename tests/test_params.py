@@ -240,3 +240,26 @@ def test_list_params_prints_every_parameter_from_its_spec(capsys):
     assert "'mle'" in next(r for r in capsys.readouterr().out.splitlines() if "loss" in r)
     assert main(["list", "--params", "bandit9000"]) == 2
     assert "unknown policy 'bandit9000'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["neural-ucb", "neural-ts", "bootstrapped-nn"])
+def test_set_params_reaches_what_is_derived_from_the_parameters(name):
+    """A policy changed by ``set_params`` trains and explores as one built with the same
+    keywords (the schedule and the exploration rule were once kept from before the change:
+    ``make_policy(name, env=...)``, which goes through ``set_params``, left NeuralUCB on the
+    default schedule whatever the dataset's settings said)."""
+    keywords = {"train_every": 7, "train_start": 10, "warmup_every": 0, "train_steps": 5}
+    if name != "bootstrapped-nn":
+        keywords["alpha"] = 0.5
+    changed = db.make_policy(name, seed=0).set_params(**keywords)
+    built = db.make_policy(name, seed=0, **keywords)
+    assert changed.train_schedule_ == built.train_schedule_
+    if name != "bootstrapped-nn":
+        assert repr(changed.explore_) == repr(built.explore_)
+    env = db.make_env("h1", seed=0)
+    counts = []
+    for policy in (changed, built):
+        env.reset(seed=0)
+        db.run(policy, env, T=30, seed=0)
+        counts.append(policy.n_trainings_)
+    assert counts[0] == counts[1] > 0

@@ -130,6 +130,7 @@ class Policy(ABC):
             rebuilt = self.recipe_.build({**self._recipe_params, **flat})
             self.parts, self._params = rebuilt.parts, rebuilt._params
             self._recipe_params = rebuilt._recipe_params
+            self._check_parts()  # what is derived from them (a schedule, the exploration rule)
         elif flat:
             self._set_own(flat)
         for key, value in nested.items():
