@@ -84,6 +84,7 @@ from deepbandits.experiments.runner import give_horizon
 from deepbandits.experiments.specs import parse_seeds, parse_spec
 from deepbandits.experiments.tune import with_params
 from deepbandits.metrics import unplayed_arms, window_accuracy
+from deepbandits.networks.learner import PLAIN_TRAINING
 
 
 # ---------------------------------------------------------------------------- the settings
@@ -115,17 +116,13 @@ class Setting:
     every_policy_listed: bool = False
 
 
-#: The ridge family's network settings before its defaults became the ``"neural-linear"``
-#: schedule with weight decay 0.005 (``deepbandits.policies.recipes.NEURAL_DEFAULTS``).
-_OLD_NETWORK: dict[str, Any] = {"train_schedule": "default", "weight_decay": 0.0}
-
 #: Policy keywords of the ``old`` setting, one dict per policy name (edit freely: a run saved
 #: with other values is detected when the benchmark resumes).
 OLD_POLICY: dict[str, dict[str, Any]] = {
     "linucb": {"alpha": 0.02},
     "sigma2-linucb": {"alpha": 0.02},
-    "neural-linucb": {"alpha": 0.02, "lam_warmup": False, **_OLD_NETWORK},
-    "neural-sigma2-linucb": {"alpha": 0.02, "lam_warmup": False, **_OLD_NETWORK},
+    "neural-linucb": {"alpha": 0.02, "lam_warmup": False, **PLAIN_TRAINING},
+    "neural-sigma2-linucb": {"alpha": 0.02, "lam_warmup": False, **PLAIN_TRAINING},
     "neural-ucb": {"alpha": 0.02},
     "neural-ts": {"alpha": 0.02},
 }

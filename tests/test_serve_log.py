@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -29,30 +30,32 @@ def append(log, n, size):
     log.flush()
 
 
-def test_the_checkpointer_copies_the_log_into_the_database_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(event_log, "CHECKPOINT_SECONDS", 0.05)
-    path = tmp_path / "events.sqlite"
-    log = event_log.EventLog(path)
+@contextmanager
+def log_checkpointing_every(seconds, tmp_path, monkeypatch):
+    """A new log at ``tmp_path/events.sqlite`` whose checkpointer runs every ``seconds``."""
+    monkeypatch.setattr(event_log, "CHECKPOINT_SECONDS", seconds)
+    log = event_log.EventLog(tmp_path / "events.sqlite")
     try:
-        append(log, 500, 100)  # far below SQLite's own checkpoint threshold (1000 pages)
-        deadline = time.monotonic() + 10
-        while rows_in_database_file(path, tmp_path) < 500 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert rows_in_database_file(path, tmp_path) == 500
+        yield log
     finally:
         log.close()
+
+
+def test_the_checkpointer_copies_the_log_into_the_database_file(tmp_path, monkeypatch):
+    with log_checkpointing_every(0.05, tmp_path, monkeypatch) as log:
+        append(log, 500, 100)  # far below SQLite's own checkpoint threshold (1000 pages)
+        deadline = time.monotonic() + 10
+        while rows_in_database_file(log.path, tmp_path) < 500 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert rows_in_database_file(log.path, tmp_path) == 500
 
 
 def test_the_writer_never_checkpoints_itself(tmp_path, monkeypatch):
-    monkeypatch.setattr(event_log, "CHECKPOINT_SECONDS", 3600.0)
-    path = tmp_path / "events.sqlite"
-    log = event_log.EventLog(path)
-    try:
+    with log_checkpointing_every(3600.0, tmp_path, monkeypatch) as log:
         append(log, 3000, 4000)  # 12 MB: three times SQLite's automatic checkpoint threshold
-        assert rows_in_database_file(path, tmp_path) == 0
-        assert path.with_name("events.sqlite-wal").stat().st_size > 10_000_000
-    finally:
-        log.close()
+        assert rows_in_database_file(log.path, tmp_path) == 0
+        assert log.path.with_name("events.sqlite-wal").stat().st_size > 10_000_000
+    path = tmp_path / "events.sqlite"
     with sqlite3.connect(path) as conn:  # closing copied everything in
         assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 3000
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from deepbandits.envs.preprocessing import DATASET_PREPROCESS, DEFAULT_PREPROCESS
+from deepbandits.networks.learner import PLAIN_TRAINING
 
 #: The values of the ``settings`` keyword of the paper's datasets.
 SETTINGS = ("recommended", "paper")
@@ -26,10 +27,10 @@ SETTINGS = ("recommended", "paper")
 #: ``preprocess`` of the paper's setting (Section 5.2: every sample divided by its L2 norm).
 PAPER_PREPROCESS = "l2"
 
-#: What the paper datasets' settings keep of the networks' defaults when the ridge family's
-#: changed (:data:`~deepbandits.policies.recipes.NEURAL_DEFAULTS`): the ``"default"`` schedule's
-#: fields they do not set and no weight decay, so their numbers stay those measured before.
-_KEEP = {"train_schedule": "default", "weight_decay": 0.0}
+#: The paper datasets' entries keep what the networks' defaults were when their numbers were
+#: measured, before the ridge family's changed: ``_KEEP``, the ``"default"`` schedule's fields
+#: they do not set and no weight decay (:data:`~deepbandits.networks.learner.PLAIN_TRAINING`).
+_KEEP = PLAIN_TRAINING
 
 #: Appendix B.2: d′ = 64 features, H = 10 rounds between trainings from t₀ = 10,000 (MNIST,
 #: covertype, CIFAR-10) or H = 100 from t₀ = 2,000 (shuttle).
@@ -80,7 +81,6 @@ def _papers(dataset: str) -> dict[str, Any]:
         "train_steps": None,
         "lr": 0.01,
         "refit_on_update": False,
-        **_KEEP,
     }
     return {**PAPER_DEFAULTS[dataset]["*"], **undo}
 

@@ -52,6 +52,12 @@ NETWORK_PARAMS: dict[str, Any] = {
     "device": "cpu",
 }
 
+#: The schedule and weight decay of :data:`NETWORK_PARAMS`: what NeuralUCB, NeuralTS and
+#: BootstrappedNN train with, and what the ridge family trained with before its own defaults
+#: (:data:`~deepbandits.policies.recipes.NEURAL_DEFAULTS`). The paper datasets' settings, the
+#: matched protocol's budget and ``benchmarks/defaults.py``'s old setting pin it.
+PLAIN_TRAINING: dict[str, Any] = {k: NETWORK_PARAMS[k] for k in ("train_schedule", "weight_decay")}
+
 _ONE = np.ones((1, 1))
 SCHEDULE_FIELDS = ("train_every", "train_start", "warmup_every", "train_steps", "batch_size")
 

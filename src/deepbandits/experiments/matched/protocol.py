@@ -13,6 +13,7 @@ from deepbandits.experiments.compare import label_of
 from deepbandits.experiments.specs import parse_spec, with_params
 from deepbandits.experiments.tune import search_space
 from deepbandits.experiments.tune.study import check_seeds
+from deepbandits.networks.learner import PLAIN_TRAINING
 from deepbandits.policies import make_policy
 
 #: The policies of the matched protocol.
@@ -29,7 +30,7 @@ MATCHED_POLICIES: tuple[str, ...] = (
 #: ridge family too, whose own defaults differ (the ``"neural-linear"`` schedule, weight decay
 #: 0.005: :data:`~deepbandits.policies.recipes.NEURAL_DEFAULTS`); the committed results
 #: (``benchmarks/results/matched.md``) were measured on it.
-MATCHED_BUDGET: dict[str, Any] = {"train_schedule": "default", "weight_decay": 0.0}
+MATCHED_BUDGET: dict[str, Any] = dict(PLAIN_TRAINING)
 
 
 @dataclass(frozen=True)
