@@ -243,6 +243,29 @@ def test_each_preprocess_option():
         ClassificationEnv(X, y, preprocess="minmax")
 
 
+def test_standardize_global_uses_one_mean_and_scale_for_every_column():
+    """The pixels' one mean and std (torchvision's Normalize on MNIST): a column that is almost
+    always 0 stays near 0, where the per-column z-score blows it up."""
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 256, size=(200, 5)).astype(np.uint8)
+    X[:, 0] = 0
+    X[7, 0] = 255  # a border pixel lit once
+    y = rng.integers(0, 3, 200)
+    env = ClassificationEnv(X, y, preprocess="standardize-global")
+    values = X.astype(np.float64)
+    mean, std = values.mean(), values.std()
+    for i in (0, 7, 199):
+        np.testing.assert_allclose(env.sample(i), (values[i] - mean) / std, rtol=1e-12)
+    stats = env.get_params()["preprocess_stats"]
+    np.testing.assert_allclose(stats["mean"], [mean] * 5, rtol=1e-12)
+    np.testing.assert_allclose(stats["scale"], [std] * 5, rtol=1e-12)
+    per_column = ClassificationEnv(X, y, preprocess="standardize")
+    assert per_column.sample(7)[0] > 10 > env.sample(7)[0]
+    # a constant table never divides by zero
+    flat = ClassificationEnv(np.full((6, 3), 4.0), [0, 1] * 3, preprocess="standardize-global")
+    np.testing.assert_array_equal(flat.sample(2), 0.0)
+
+
 def test_constant_columns_never_divide_by_zero():
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 30)

@@ -50,6 +50,7 @@ from deepbandits.envs.preprocessing import (
     check_finite_features,
     check_removed_keywords,
     column_statistics,
+    global_statistics,
 )
 from deepbandits.envs.records import Record, features_of
 from deepbandits.envs.settings import SETTINGS, dataset_preprocess, dataset_settings
@@ -70,6 +71,7 @@ __all__ = [
     "check_removed_keywords",
     "column_statistics",
     "encode_labels",
+    "global_statistics",
 ]
 
 
@@ -89,11 +91,13 @@ class ClassificationEnv(Environment):
     encoding : {"block", "dense"}, default="block"
         Arm contexts as :class:`~deepbandits.encoding.BlockContexts` or as the dense
         ``[K, K·D]`` array (the same numbers; the block form is K× cheaper for the policies).
-    preprocess : {"standardize", "l2", "standardize+l2", "none"}, default="standardize"
+    preprocess : {"standardize", "l2", "standardize+l2", "standardize-global", "none"}, \
+default="standardize"
         What is done to each sample before it is encoded (:mod:`~deepbandits.envs.preprocessing`
         says what each does, and why standardisation is the default for your own data):
         ``(x − mean) / scale`` per column with the statistics of the X given (those used are in
-        :meth:`get_params`, ``"preprocess_stats"``), ``x / ‖x‖₂`` (the paper's), both, or none.
+        :meth:`get_params`, ``"preprocess_stats"``), ``x / ‖x‖₂`` (the paper's), both, the
+        same with one mean and scale for all columns, or none.
     dynamic_range : bool, default=False
         Rewards {0, 1} before round ``horizon/2`` and {1, 3} from it on (Fig. ab_dynamic (b)).
     horizon : int, default=15000
@@ -172,7 +176,9 @@ class ClassificationEnv(Environment):
         self.settings = check_choice(settings, "settings", SETTINGS)
         self.mean_: NDArray[np.float64] | None = None
         self.scale_: NDArray[np.float64] | None = None
-        if self.preprocess.startswith("standardize"):
+        if self.preprocess == "standardize-global":
+            self.mean_, self.scale_ = global_statistics(X)
+        elif self.preprocess.startswith("standardize"):
             self.mean_, self.scale_ = column_statistics(X)
         self.dataset: str | None = None
         self.data_dir: str | None = None

@@ -11,6 +11,10 @@ every round, in ``holdout`` and in ``contexts_for``):
 - ``"l2"``: each sample divided by its L2 norm (all-zero samples stay zero). This is the paper's
   code (Section 5.2) and the default of the paper's datasets, :data:`DATASET_PREPROCESS`.
 - ``"standardize+l2"``: standardised, then each sample scaled to unit L2 norm.
+- ``"standardize-global"``: every entry minus the one mean of all entries of X, divided by their
+  one standard deviation (what ``torchvision.transforms.Normalize((0.1307,), (0.3081,))`` does to
+  MNIST's pixels): the features keep their relative scales, so columns that are almost always 0
+  (an image's border) stay near 0 instead of being blown up by a tiny standard deviation.
 - ``"none"``: the features as given (as float64).
 
 Why standardisation is the default for your own data: on a table of non-negative features
@@ -32,7 +36,7 @@ from deepbandits.errors import InputValueError
 
 #: The ``preprocess`` options of :class:`~deepbandits.envs.classification.ClassificationEnv`
 #: (see that module's documentation).
-PREPROCESSING = ("standardize", "l2", "standardize+l2", "none")
+PREPROCESSING = ("standardize", "l2", "standardize+l2", "standardize-global", "none")
 
 #: ``preprocess`` of bring-your-own data (arrays or a table file).
 DEFAULT_PREPROCESS = "standardize"
@@ -107,24 +111,15 @@ def _rows(X: NDArray[Any], start: int, step: int) -> NDArray[np.float64]:
     return np.ascontiguousarray(X[start : start + step], dtype=np.float64)
 
 
-def column_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-column mean and scale of ``X`` for ``preprocess="standardize"``.
+def _column_moments(
+    X: NDArray[Any],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per-column mean and population standard deviation of ``X``, in float64.
 
-    Computed in float64 over chunks of rows (never a float64 copy of the whole X), in two
-    passes (mean, then the squared deviations from it) on the columns divided by their largest
-    magnitude, so the sums can neither overflow nor lose the small deviations of a large
-    offset. The scale is the population standard deviation, or 1 for a constant column (std 0
-    or below :data:`RELATIVE_STD_FLOOR` of the column's largest magnitude).
-
-    Parameters
-    ----------
-    X : array ``[n, D]``
-        Finite numeric features (any dtype).
-
-    Returns
-    -------
-    mean, scale : arrays ``[D]`` (float64)
-        Both finite; every scale is > 0.
+    Computed over chunks of rows (never a float64 copy of the whole X), in two passes (mean,
+    then the squared deviations from it) on the columns divided by their largest magnitude, so
+    the sums can neither overflow nor lose the small deviations of a large offset. Both are
+    returned in the units of X divided by the column's magnitude, with that magnitude.
     """
     n, D = X.shape
     step = max(1, _CHUNK_VALUES // max(D, 1))
@@ -143,10 +138,53 @@ def column_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.
     for start in _chunks(n, D):
         deviation = _rows(X, start, step) / magnitude - mean
         squares += np.einsum("ij,ij->j", deviation, deviation)
-    std = np.sqrt(squares / n)
+    return mean, np.sqrt(squares / n), magnitude
+
+
+def column_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-column mean and scale of ``X`` for ``preprocess="standardize"``.
+
+    The scale is the population standard deviation, or 1 for a constant column (std 0 or below
+    :data:`RELATIVE_STD_FLOOR` of the column's largest magnitude). Computed in float64 without a
+    float64 copy of X, and without overflow or cancellation (:func:`_column_moments`).
+
+    Parameters
+    ----------
+    X : array ``[n, D]``
+        Finite numeric features (any dtype).
+
+    Returns
+    -------
+    mean, scale : arrays ``[D]`` (float64)
+        Both finite; every scale is > 0.
+    """
+    mean, std, magnitude = _column_moments(X)
     constant = ~(std > RELATIVE_STD_FLOOR)
     scale = np.where(constant, 1.0, std * magnitude)
     return mean * magnitude, scale
+
+
+def global_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The one mean and standard deviation of all entries of ``X``, repeated for each column,
+    for ``preprocess="standardize-global"``.
+
+    Pooled from the per-column moments (every column has n entries): the mean is the mean of
+    the column means, the variance the mean of each column's variance plus its mean's squared
+    deviation from the pooled mean. A constant X gets scale 1.
+
+    Returns
+    -------
+    mean, scale : arrays ``[D]`` (float64)
+        Each holds one value; the scale is > 0.
+    """
+    mean, std, magnitude = _column_moments(X)
+    means, stds = mean * magnitude, std * magnitude
+    pooled = float(means.mean())
+    spread = float(np.sqrt(np.mean(stds**2 + (means - pooled) ** 2)))
+    largest = float(np.max(magnitude))
+    scale = spread if spread > RELATIVE_STD_FLOOR * largest else 1.0
+    D = X.shape[1]
+    return np.full(D, pooled), np.full(D, scale)
 
 
 def apply_preprocess(
