@@ -47,10 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env_kw = dict(item.split("=", 1) for item in args.env)
     out = RESULTS / f"records_{args.dataset}_tuning.csv"
-    rows = [pd.read_csv(out)] if out.exists() else []
     for spec in args.specs:
         row = tune_row(args.dataset, spec, env_kw, args.seed, args.T)
         print(row, flush=True)
+        # read when writing, not at the start: runs in parallel each add their rows
+        rows = [pd.read_csv(out)] if out.exists() else []
         rows.append(pd.DataFrame([row]))
         write_atomic(out, pd.concat(rows, ignore_index=True).to_csv(index=False))
     return 0

@@ -36,6 +36,7 @@ NAMES = {
     "records-mnist",
     "records-shuttle",
     "records-covertype",
+    "records-cifar10",
     "real-shuttle",
     "real-covertype",
     "real-cifar10",

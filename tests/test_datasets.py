@@ -380,12 +380,22 @@ def test_a_dataset_gives_its_recommended_settings_and_the_papers_one_keyword_awa
 
     make_mnist(tmp_path, np.random.default_rng(3))
     env = db.make_env("mnist", data_dir=tmp_path, download=False)
-    assert env.settings == "recommended" and env.preprocess == "standardize"
+    assert env.settings == "recommended" and env.preprocess == "standardize-global"
     assert env.policy_defaults == RECOMMENDED["mnist"]["*"]
     neural = db.make_policy("neural-sigma2-linucb", env=env).get_params()
     assert (neural["lr"], neural["train_steps"], neural["refit_on_update"]) == (0.1, 300, True)
     assert neural["lam"] == 1.0  # LinUCB's λ is LinUCB's alone
-    assert db.make_policy("linucb", env=env).get_params()["lam"] == 784.0
+    assert neural["range_confidence"] == 1.0  # Neural-σ²-LinUCB's alone
+    assert db.make_policy("neural-linucb", env=env).get_params()["range_confidence"] == 0.0
+    ucb = db.make_policy("neural-ucb", env=env).get_params()  # as the EE-Net code runs it
+    assert (ucb["lr"], ucb["batch_size"], ucb["train_steps"], ucb["lam"], ucb["alpha"]) == (
+        0.01,
+        1,
+        2000,
+        0.001,
+        0.01,
+    )
+    assert db.make_policy("linucb", env=env).get_params()["lam"] == 100.0
     assert db.make_policy("linucb", env=env, lam=2.0).get_params()["lam"] == 2.0  # the user's wins
 
     paper = db.make_env("mnist", data_dir=tmp_path, download=False, settings="paper")

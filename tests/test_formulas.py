@@ -3,11 +3,14 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from deepbandits.formulas import theory_alpha, warmup_prior
 from deepbandits.policies.parts.variance import (
     floored_variance,
     range_variance_bound,
+    range_variance_bound_near,
     variance_floor,
 )
 
@@ -27,6 +30,27 @@ def test_range_bound_is_the_variance_of_a_two_point_law():
     p = (mu - a) / (b - a)
     var = p * (b - mu) ** 2 + (1 - p) * (a - mu) ** 2
     assert range_variance_bound(mu, a, b) == pytest.approx(var)
+
+
+@given(
+    mean=st.floats(-0.5, 1.5),
+    half_width=st.floats(0.0, 2.0),
+    a=st.floats(-3.0, 0.0),
+    span=st.floats(0.1, 5.0),
+)
+def test_range_bound_near_is_the_largest_bound_within_the_interval(mean, half_width, a, span):
+    b = a + span
+    got = range_variance_bound_near(mean, half_width, a, b)
+    grid = np.linspace(mean - half_width, mean + half_width, 2001)
+    best = range_variance_bound(grid, a, b).max()
+    assert got >= best - 1e-9  # no μ of the interval has a larger bound
+    assert got <= span**2 / 4 + 1e-12  # never above the range's largest variance
+    assert got >= range_variance_bound(mean, a, b) - 1e-12
+    assert range_variance_bound_near(mean, 0.0, a, b) == pytest.approx(
+        range_variance_bound(mean, a, b)
+    )
+    if half_width >= abs(mean - (a + b) / 2):
+        assert got == pytest.approx(span**2 / 4)
 
 
 def test_floor_sigma_bar():

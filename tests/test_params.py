@@ -135,6 +135,8 @@ def test_a_search_space_outside_its_spec_is_refused_when_the_recipe_is_defined(s
 # ---------------------------------------------------------------------------- property tests
 #: Values a parameter cannot take alone: the settings that make them valid.
 NEEDS = {("variance", "schedule"): {"schedule": "linear:1:0"}}
+#: Keywords that only apply with another's value (unless the policy fixes them).
+KEY_NEEDS = {"range_confidence": {"variance": "range"}}
 #: Kinds generated below (str, pair and schedule values are tested by the examples above).
 GENERATED = ("real", "int", "bool", "choice")
 LARGE = 1e9
@@ -204,7 +206,7 @@ FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthChe
 def test_values_inside_a_spec_are_accepted(name, cls, data):
     key = data.draw(st.sampled_from(_free_params(cls)), label="parameter")
     value = data.draw(inside(cls.param_specs[key]), label="value")
-    extra = NEEDS.get((key, value), {})
+    extra = {**NEEDS.get((key, value), {}), **(KEY_NEEDS.get(key, {}) if value else {})}
     policy = db.make_policy(name, **{key: value}, **extra)
     assert policy.get_params()[key] == value
     policy = db.make_policy(name)

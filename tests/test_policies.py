@@ -110,6 +110,28 @@ def test_range_variance_uses_pre_update_mean():
     assert learned.sigma2 == pytest.approx(max((2 - mu) * mu, 0.5))
 
 
+def test_range_confidence_takes_the_bound_within_c_predictive_stds_of_the_mean():
+    """range_confidence=c: σ̂² is the largest (b − μ)(μ − a) for μ within c·√(φᵀA⁻¹φ) of
+    θₜ₋₁ᵀφ (both before round t is added); 0 is Eq. 13."""
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    for c in (0.0, 0.3, 1.0):
+        p = db.Sigma2LinUCB(reward_range=(0.0, 1.0), R=0.1, range_confidence=c, seed=0)
+        for reward in (1.0, 1.0, 1.0, 0.0, 1.0):
+            phi = X[0]
+            mu = float(p.ridge_.theta[0] @ phi) if p.ridge_ is not None else 0.0
+            var = float(phi @ p.ridge_.A_inv[0] @ phi) if p.ridge_ is not None else 1.0
+            nearest = min(max(0.5, mu - c * np.sqrt(var)), mu + c * np.sqrt(var))
+            learned = p.update(X, 0, reward)
+            assert learned.sigma2_hat == pytest.approx((1 - nearest) * nearest, rel=1e-12)
+            assert learned.sigma2_hat >= (1 - mu) * mu - 1e-12
+    first = db.Sigma2LinUCB(reward_range=(0.0, 1.0), range_confidence=1.0).update(X, 0, 1.0)
+    assert first.sigma2_hat == pytest.approx(0.25)  # θ₀ = 0, φᵀA⁻¹φ = 1: the middle is in reach
+    with pytest.raises(db.errors.InputValueError, match="range_confidence"):
+        db.make_policy("neural-linucb", range_confidence=1.0)
+    with pytest.raises(db.errors.InputValueError, match="range_confidence must be >= 0"):
+        db.make_policy("neural-sigma2-linucb", range_confidence=-0.5)
+
+
 def test_oracle_weights_and_schedule():
     X = np.eye(3)
     p = db.Sigma2LinUCB(variance="oracle", R=1.0)

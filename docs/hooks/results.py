@@ -250,16 +250,21 @@ def records_table(dataset: str) -> str:
 
 def records_tuning_table(dataset: str) -> str:
     """``benchmarks/results/records_<dataset>_tuning.csv`` (``benchmarks/records_tuning.py``):
-    every run on the tuning seed, in the order it was made."""
-    runs = pd.read_csv(RESULTS / f"records_{dataset}_tuning.csv")
+    every run on the tuning seeds, in the order it was made; a mark a run did not record is
+    "–", an environment without keywords is the recommended one."""
+    runs = pd.read_csv(RESULTS / f"records_{dataset}_tuning.csv", keep_default_na=False)
     marks = [c for c in runs.columns if c.startswith("regret_")]
     before = ["policy specification", "environment", "seed"]
     lines = regret_marks(runs, before, ["final regret (T)", "wall time"])
     for row in runs.itertuples(index=False):
-        at = "".join(f" {getattr(row, c):,.0f} |" for c in marks)
+        at = "".join(
+            f" {'–' if getattr(row, c) in ('', 'nan') else f'{float(getattr(row, c)):,.0f}'} |"
+            for c in marks
+        )
+        env = f"`{row.env}`" if row.env else "(recommended)"
         lines.append(
-            f"| `{row.spec}` | `{row.env}` | {row.seed} |{at} {row.regret:,.0f} ({row.T:,}) | "
-            f"{row.seconds:,.0f} s |"
+            f"| `{row.spec}` | {env} | {row.seed} |{at} {float(row.regret):,.0f} ({int(row.T):,}) "
+            f"| {float(row.seconds):,.0f} s |"
         )
     return "\n".join(lines)
 

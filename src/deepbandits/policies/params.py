@@ -244,6 +244,9 @@ REFRESH_EVERY_SPEC = Spec("int", "rank-one updates between exact re-inversions",
 
 R_SPEC = Spec("real", "noise bound R (variance floor R²/d′)", low=0, low_inclusive=False)
 HORIZON_SPEC = Spec("int", "number of rounds T (set by the runner)", low=1, optional=True)
+RANGE_CONFIDENCE_SPEC = Spec(
+    "real", "variance='range': σ̂² at the μ within c·√(φᵀA⁻¹φ) of μ̂ where it is largest", low=0
+)
 SCHEDULE_SPEC = Spec(
     "schedule", "σ²ₜ for variance='schedule': 'linear:START:END[:T]' or values", optional=True
 )
@@ -348,6 +351,7 @@ __all__ = [
     "LAM_SPEC",
     "M_SPEC",
     "NETWORK_SPECS",
+    "RANGE_CONFIDENCE_SPEC",
     "REFRESH_EVERY_SPEC",
     "REWARD_RANGE_SPEC",
     "R_SPEC",

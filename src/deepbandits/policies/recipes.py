@@ -22,6 +22,7 @@ from deepbandits.policies.params import (
     M_SPEC,
     NETWORK_SPECS,
     R_SPEC,
+    RANGE_CONFIDENCE_SPEC,
     REFRESH_EVERY_SPEC,
     REWARD_RANGE_SPEC,
     SCHEDULE_SPEC,
@@ -60,6 +61,7 @@ RIDGE_SPECS: dict[str, Spec] = {
         "choice", "source of σ²ₜ for the weighted ridge", choices=tuple(VARIANCE_SOURCES)
     ),
     "R": R_SPEC,
+    "range_confidence": RANGE_CONFIDENCE_SPEC,
     "reward_range": REWARD_RANGE_SPEC,
     "schedule": SCHEDULE_SPEC,
     "horizon": HORIZON_SPEC,
@@ -74,6 +76,7 @@ RIDGE_DEFAULTS: dict[str, Any] = {
     "per_arm": False,
     "variance": "none",
     "R": 1.0,
+    "range_confidence": 0.0,
     "reward_range": None,
     "schedule": None,
     "horizon": None,
@@ -142,6 +145,8 @@ def _variance(p: dict[str, Any]) -> Any:
         return NoWeighting()
     if source is ScheduledVariance:
         return ScheduledVariance(p["schedule"], R=p["R"], horizon=p["horizon"])
+    if source is RangeBound:
+        return RangeBound(R=p["R"], confidence=p["range_confidence"])
     return source(R=p["R"])
 
 
@@ -152,6 +157,11 @@ def ridge_family(p: dict[str, Any], options: dict[str, Any]) -> RidgeUCB:
 
     if p["variance"] != "schedule" and p["schedule"] is not None:
         raise InputValueError("schedule is only used with variance='schedule'")
+    if p["variance"] != "range" and p["range_confidence"]:
+        raise InputValueError(
+            f"range_confidence is only used with variance='range'; got "
+            f"range_confidence={p['range_confidence']!r} with variance={p['variance']!r}"
+        )
     neural = "feature_dim" in p
     head = RidgeHead(
         "per_arm" if p["per_arm"] else "shared",
@@ -264,14 +274,14 @@ def builtin_recipes() -> dict[str, Any]:
             "Neural-LinGreedy (Xu et al. 2022): greedy on θᵀφ(x; w)",
             **neural,
             search_space=NEURAL_SEARCH,
-            fixed={"alpha": 0.0, "variance": "none"},
+            fixed={"alpha": 0.0, "variance": "none", "range_confidence": 0.0},
         ),
         "neural-linucb": _ridge_recipe(
             "neural-linucb",
             "Neural-LinUCB (Xu et al. 2022): UCB on φ(x; w), Eq. 5",
             **neural,
             search_space=NEURAL_SEARCH,
-            fixed={"variance": "none"},
+            fixed={"variance": "none", "range_confidence": 0.0},
         ),
         "neural-sigma2-linucb": _ridge_recipe(
             "neural-sigma2-linucb",
@@ -286,7 +296,7 @@ def builtin_recipes() -> dict[str, Any]:
             SAVE_SPECS,
             {**NEURAL_DEFAULTS, "threshold": None, "beta_scale": 1.0},
             search_space=NEURAL_SEARCH,
-            fixed={"alpha": 0.0, "variance": "none", "discount": 1.0},
+            fixed={"alpha": 0.0, "variance": "none", "range_confidence": 0.0, "discount": 1.0},
         ),
         "kernel-ucb": _class_recipe("kernel-ucb", KernelUCB, "KernelUCB (Valko et al. 2013)"),
         "bootstrapped-nn": _class_recipe(

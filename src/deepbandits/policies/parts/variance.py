@@ -3,7 +3,8 @@ line 10), one class per source.
 
 * :class:`NoWeighting`: every observation has weight 1 (the plain ridge of Eq. 5).
 * :class:`OracleVariance`: σ²ₜ given by the caller (the environment's true Var(rₜ)), Section 3.1.
-* :class:`RangeBound`: σ̂²ₜ = (b − μ̂)(μ̂ − a) with μ̂ = θₜ₋₁ᵀφ(xₜ,ₐₜ), Eq. 13, Section 3.2.
+* :class:`RangeBound`: σ̂²ₜ = (b − μ̂)(μ̂ − a) with μ̂ = θₜ₋₁ᵀφ(xₜ,ₐₜ), Eq. 13, Section 3.2;
+  with ``confidence`` c > 0, the largest (b − μ)(μ − a) for μ within c·√(φᵀA⁻¹φ) of μ̂.
 * :class:`PredictiveVariance`: σ²ₜ = φᵀA⁻¹φ of the arm played, the predictive variance that the
   MLE loss of Eq. 14 fits (the Neural_MLE_Var ablation of Section 5.5, Fig. ablation_study).
 * :class:`ScheduledVariance`: a user-given sequence σ²ₜ (the heuristic of Fig. heuristic).
@@ -16,6 +17,7 @@ reads, so the head computes only those.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +27,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits.errors import InputValueError
-from deepbandits.policies.params import HORIZON_SPEC, R_SPEC, SCHEDULE_SPEC, Spec
+from deepbandits.policies.params import (
+    HORIZON_SPEC,
+    R_SPEC,
+    RANGE_CONFIDENCE_SPEC,
+    SCHEDULE_SPEC,
+    Spec,
+)
 from deepbandits.policies.parts.part import Part
 
 Array = NDArray[np.float64]
@@ -41,6 +49,20 @@ def range_variance_bound(mean: ArrayLike, a: float, b: float) -> Array:
     """
     mu = mean if isinstance(mean, float) else np.asarray(mean, dtype=np.float64)
     return (b - mu) * (mu - a)  # type: ignore[no-any-return]
+
+
+def range_variance_bound_near(mean: float, half_width: float, a: float, b: float) -> float:
+    """The largest (b − μ)(μ − a) over μ ∈ [μ̂ − h, μ̂ + h]: Eq. 13's bound for a mean known
+    only to within ``half_width`` h of ``mean`` μ̂.
+
+    (b − μ)(μ − a) is a parabola with its top at the middle (a + b)/2 of the range, so the
+    largest value is at the point of the interval nearest the middle. With h = 0 it is
+    :func:`range_variance_bound` of μ̂; once h reaches the distance from μ̂ to the middle it is
+    the range's largest variance, (b − a)²/4.
+    """
+    middle = 0.5 * (a + b)
+    nearest = min(max(middle, mean - half_width), mean + half_width)
+    return float(range_variance_bound(nearest, a, b))
 
 
 def variance_floor(R: float, d: int) -> float:
@@ -165,9 +187,30 @@ class OracleVariance(_Floored):
 
 class RangeBound(_Floored):
     """σ̂²ₜ = (b − μ̂)(μ̂ − a) from the reward range [a, b] and the head's prediction μ̂ of the
-    arm played (Eq. 13): the paper's practical Neural-σ²-LinUCB."""
+    arm played (Eq. 13): the paper's practical Neural-σ²-LinUCB.
 
-    needs: ClassVar[frozenset[str]] = frozenset({"mean"})
+    Parameters
+    ----------
+    R : float, default=1.0
+        Noise bound of Eq. 3 (the floor R²/d′).
+    confidence : float, default=0.0
+        c ≥ 0. With c > 0 the bound is taken at the μ within c·√(φᵀA⁻¹φ) of μ̂ where it is
+        largest (:func:`range_variance_bound_near`; φᵀA⁻¹φ is the weighted ridge's variance
+        of μ̂). Eq. 13 is a bound on the noise only if μ̂ is the true mean; while the head is
+        uncertain, a μ̂ near an end of the range gives a small σ̂², hence a large weight, to a
+        round whose mean may be far from that end. 0 is Eq. 13 as published.
+    """
+
+    specs: ClassVar[dict[str, Spec]] = {"R": R_SPEC, "confidence": RANGE_CONFIDENCE_SPEC}
+
+    def __init__(self, R: float = 1.0, confidence: float = 0.0) -> None:
+        super().__init__(R)
+        self.confidence = confidence
+
+    @property
+    def needs(self) -> frozenset[str]:  # type: ignore[override]
+        """μ̂, and φᵀA⁻¹φ when ``confidence`` widens it."""
+        return frozenset({"mean", "predictive"} if self.confidence else {"mean"})
 
     def raw(self, est: RoundEstimate) -> float:
         if est.reward_range is None:
@@ -175,7 +218,10 @@ class RangeBound(_Floored):
                 "variance='range' needs a reward range [a, b]: pass reward_range=(a, b) to the "
                 "policy or to update(), or run it on an environment that declares one"
             )
-        return float(range_variance_bound(est.mean, *est.reward_range))
+        if not self.confidence:
+            return float(range_variance_bound(est.mean, *est.reward_range))
+        half_width = self.confidence * math.sqrt(max(est.predictive, 0.0))
+        return range_variance_bound_near(est.mean, half_width, *est.reward_range)
 
 
 class PredictiveVariance(_Floored):
