@@ -182,6 +182,30 @@ def test_demo_table_is_the_demo_summary_file() -> None:
         assert f"| {row.policy} | {row.seeds} | {row.T} | {row.final_regret_mean:.1f} ±" in table
 
 
+def test_readme_records_table_shows_the_recorded_runs() -> None:
+    """The README's records table quotes benchmarks/results/records_<dataset>.csv: each policy's
+    mean final regret (and the best one's ± std) as those files hold them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Records on real data", 1)[1].split("\n## ", 1)[0]
+    labels = {
+        "linucb": "LinUCB",
+        "neural-ucb": "NeuralUCB",
+        "neural-linucb": "Neural-LinUCB",
+        "neural-sigma2-linucb": "Neural-σ²-LinUCB",
+    }
+    rows = {"mnist": "| MNIST,", "shuttle": "| shuttle,", "covertype": "| covertype,"}
+    rows["cifar10"] = "| CIFAR-10,"
+    for dataset, start in rows.items():
+        runs = pd.read_csv(ROOT / f"benchmarks/results/records_{dataset}.csv")
+        row = next(line for line in table.splitlines() if line.startswith(start))
+        means = runs.groupby("policy")["final_regret"].agg(["mean", "std"])
+        for policy, mean in means["mean"].items():
+            assert f"{labels[policy]} {mean:,.1f}" in row, (dataset, policy, mean)
+        best = means["mean"].idxmin()
+        best_mean, best_std = means.loc[best]
+        assert f"{labels[best]} {best_mean:,.1f} ± {best_std:,.1f}" in row, (dataset, best)
+
+
 def test_experiments_table_lists_every_shipped_config() -> None:
     results = hook("results")
     table = results.experiments_table()
