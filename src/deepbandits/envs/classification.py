@@ -50,7 +50,7 @@ from deepbandits.envs.preprocessing import (
     check_finite_features,
     check_removed_keywords,
     column_statistics,
-    global_statistics,
+    preprocess_statistics,
 )
 from deepbandits.envs.records import Record, features_of
 from deepbandits.envs.settings import SETTINGS, dataset_preprocess, dataset_settings
@@ -71,7 +71,6 @@ __all__ = [
     "check_removed_keywords",
     "column_statistics",
     "encode_labels",
-    "global_statistics",
 ]
 
 
@@ -174,12 +173,7 @@ default="standardize"
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self.seed = check_seed(seed)
         self.settings = check_choice(settings, "settings", SETTINGS)
-        self.mean_: NDArray[np.float64] | None = None
-        self.scale_: NDArray[np.float64] | None = None
-        if self.preprocess == "standardize-global":
-            self.mean_, self.scale_ = global_statistics(X)
-        elif self.preprocess.startswith("standardize"):
-            self.mean_, self.scale_ = column_statistics(X)
+        self.mean_, self.scale_ = preprocess_statistics(X, self.preprocess)
         self.dataset: str | None = None
         self.data_dir: str | None = None
         self.note = ""

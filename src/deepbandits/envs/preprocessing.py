@@ -191,6 +191,19 @@ def global_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.
     return np.full(D, pooled), np.full(D, scale)
 
 
+def preprocess_statistics(
+    X: NDArray[Any], preprocess: str
+) -> tuple[NDArray[np.float64] | None, NDArray[np.float64] | None]:
+    """The mean and scale that ``preprocess`` standardises with, computed on ``X``: one value
+    for all columns (:func:`global_statistics`), one per column (:func:`column_statistics`), or
+    ``(None, None)`` for an option that does not standardise."""
+    if preprocess == "standardize-global":
+        return global_statistics(X)
+    if preprocess.startswith("standardize"):
+        return column_statistics(X)
+    return None, None
+
+
 def apply_preprocess(
     x: NDArray[np.float64],
     preprocess: str,
