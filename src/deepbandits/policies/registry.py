@@ -203,14 +203,11 @@ def make_policy(name: str, *, env: Environment | None = None, **params: Any) -> 
     build the same policy; a policy object is always used as it is.
     """
     recipe, settings = recipe_of(name)
-    policy = recipe.build({**settings, **params})
-    if env is not None:
-        accepted = policy.get_params()
+    extra: dict[str, Any] = {}
+    if env is not None:  # in the build, so that they count when keywords are checked together
         recommended = env.policy_defaults_for(name).items()
-        extra = {k: v for k, v in recommended if k not in params and k in accepted}
-        if extra:
-            policy.set_params(**extra)
-    return policy
+        extra = {k: v for k, v in recommended if k not in params and k in recipe.specs}
+    return recipe.build({**settings, **extra, **params})
 
 
 @dataclass(frozen=True)
