@@ -37,7 +37,6 @@ POLICY_CASES = [
     ("neural-linucb", SMALL_NET),
     ("neural-sigma2-linucb", {**SMALL_NET, "loss": "mle", "alpha": "theory"}),
     ("neural-sigma2-linucb", {**SMALL_NET, "refit_on_update": True, "optimizer": "adam"}),
-    ("neural-linucb", {**SMALL_NET, "refit_on_update": True, "train_head": True}),
     ("mle-var", SMALL_NET),
     ("heuristic-10", {**SMALL_NET, "horizon": 400}),
     ("neural-ucb", SMALL_REWARD_NET),

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -414,26 +413,6 @@ def test_discount_with_refit_on_update_still_forgets():
     ages = np.arange(len(phi), 0, -1)  # the last round was discounted once, the first 6 times
     expected = np.eye(D) + (phi * 0.5 ** ages[:, None]).T @ phi
     np.testing.assert_allclose(policy.ridge_.A[0], expected, rtol=1e-6)
-
-
-def test_train_head_needs_refit_and_trains_the_features_with_theta():
-    with pytest.raises(InputValueError, match=r"train_head=True.*refit_on_update=True"):
-        make("neural-linucb", train_head=True, **NET)
-    params = {**NET, "refit_on_update": True, "lam_warmup": False}
-    joint, fixed = (make("neural-linucb", train_head=h, **params) for h in (True, False))
-    for policy in (joint, fixed):
-        for i in range(NET["train_start"]):
-            policy.learn(policy.decide(contexts(i)), float(i % 3) / 2)
-        assert policy.n_trainings_ == 1
-    # the same rounds and minibatches: only θ's moving during the training tells them apart
-    w_joint, w_fixed = (p.network_.layers[-1].weight for p in (joint, fixed))
-    assert not torch.allclose(w_joint, w_fixed)
-    # θ's trained copy is dropped: the head is the exact ridge on the new features
-    X, r, w, _ = joint.learner_.history.view()
-    phi = joint.features.transform(X)[0]
-    A = np.eye(phi.shape[1]) + (phi * w[:, None]).T @ phi
-    theta = np.linalg.solve(A, phi.T @ (w * r))
-    np.testing.assert_allclose(joint.ridge_.theta[0], theta, rtol=1e-6, atol=1e-9)
 
 
 # ---------------------------------------------------------------- merge

@@ -176,10 +176,8 @@ class NetworkLearner:
         schedule: TrainSchedule,
         generator: torch.Generator,
         steps: int | None = None,
-        train_theta: bool = False,
     ) -> float:
-        """Train on the whole history with the head θ (and A⁻¹) fixed, or with a copy of θ
-        trained beside the network (``train_theta``); the last minibatch loss.
+        """Train on the whole history with the head θ (and A⁻¹) fixed; the last minibatch loss.
 
         A training that diverges (a non-finite loss or weight: contexts or rewards of a scale the
         learning rate cannot take) is undone: the network and the optimizer go back to their
@@ -199,7 +197,6 @@ class NetworkLearner:
             optimizer=self.optimizer,
             generator=generator,
             max_grad_norm=self.max_grad_norm,
-            train_theta=train_theta,
         )
         self.n_trainings += 1
         finite = math.isfinite(self.last_loss) and all(

@@ -1,11 +1,7 @@
-"""Training of the feature network with θ held fixed (Algorithm 1, lines 14–19), or with θ
-trained beside it.
+"""Training of the feature network with θ held fixed (Algorithm 1, lines 14–19).
 
 Losses: ``mse`` is Eq. 6, Σ (θᵀφ(xᵢ; w) − rᵢ)²; ``mle`` is the Gaussian negative log-likelihood
-of Eq. 14 with predictive variance φᵀA⁻¹φ. Both use θ (and A⁻¹) as they are at the start of the
-step. With ``train_theta`` a copy of θ starts at the head's and takes an SGD step on the same
-loss after each step of w: the network is trained whole, as a last linear layer on φ (A⁻¹ stays
-fixed), and the copy is dropped when the training ends.
+of Eq. 14 with predictive variance φᵀA⁻¹φ. Both use θ (and A⁻¹) frozen at the start of the step.
 """
 
 from __future__ import annotations
@@ -204,10 +200,8 @@ def loss_and_grad(
     theta: torch.Tensor,
     reward: torch.Tensor,
     A_inv: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Mean loss over a minibatch, its gradient with respect to the features ``phi``, and its
-    derivative with respect to each row's mean θᵀφ (the gradient with respect to θ is then
-    Σᵢ (∂loss/∂meanᵢ) φᵢ).
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean loss over a minibatch and its gradient with respect to the features ``phi``.
 
     ``mse`` (Eq. 6): (θᵀφ − r)². ``mle`` (Eq. 14): ½ log(2π v) + (r − θᵀφ)²/(2v) with
     v = φᵀA⁻¹φ (clamped below at 1e-6, where its gradient is zero). ``theta`` is ``[B, d′]`` or
@@ -218,8 +212,8 @@ def loss_and_grad(
     res = mean - reward
     if loss == "mse":
         value = (res * res).mean()
-        dmean = (2.0 / B) * res
-        return value, dmean[:, None] * theta, dmean
+        grad = (2.0 / B) * res[:, None] * theta
+        return value, grad
     assert A_inv is not None
     Aphi = torch.einsum("bij,bj->bi", A_inv, phi) if A_inv.dim() == 3 else phi @ A_inv
     v_raw = (phi * Aphi).sum(dim=1)
@@ -227,7 +221,7 @@ def loss_and_grad(
     value = (0.5 * torch.log(2 * math.pi * v) + res * res / (2 * v)).mean()
     dv = (0.5 / v - res * res / (2 * v * v)) * (v_raw > MIN_VARIANCE)
     grad = ((res / v)[:, None] * theta + (2.0 * dv)[:, None] * Aphi) / B
-    return value, grad, res / v / B
+    return value, grad
 
 
 def gradient_norm(grads: list[Gradient]) -> torch.Tensor:
@@ -246,20 +240,11 @@ def clip_scale(grads: list[Gradient], max_norm: float | None) -> float:
     return max_norm / norm if norm > max_norm else 1.0
 
 
-def theta_step_(
-    theta: torch.Tensor,
-    heads: torch.Tensor | None,
-    dmean: torch.Tensor,
-    phi: torch.Tensor,
-    lr: float,
-) -> None:
-    """In place, one SGD step of the heads ``theta`` ``[n_heads, d′]`` on a minibatch: each
-    row's head (head 0 when ``heads`` is None) moves by −lr·Σᵢ (∂loss/∂meanᵢ) φᵢ."""
-    rows = dmean[:, None] * phi
-    if heads is None:
-        theta[0].sub_(rows.sum(dim=0), alpha=lr)
-    else:
-        theta.index_add_(0, heads, rows, alpha=-lr)
+def clip_to_norm(grads: list[torch.Tensor], max_norm: float) -> None:
+    """In place, scale ``grads`` so that their global L2 norm is at most ``max_norm``."""
+    scale = clip_scale(list(grads), max_norm)
+    if scale < 1.0:
+        torch._foreach_mul_(grads, scale)
 
 
 def sgd_step_(params: list[torch.Tensor], grads: list[Gradient], lr: float) -> None:
@@ -293,10 +278,8 @@ def train_feature_map(
     optimizer: torch.optim.Optimizer,
     generator: torch.Generator,
     max_grad_norm: float | None = None,
-    train_theta: bool = False,
 ) -> float:
-    """Run ``steps`` minibatch steps on the whole history with θ (and A⁻¹) fixed, or with a
-    copy of θ trained beside w (``train_theta``; the caller's θ is left as it is).
+    """Run ``steps`` minibatch steps on the whole history with θ (and A⁻¹) fixed.
 
     ``theta`` is ``[n_heads, d′]`` and ``A_inv`` ``[n_heads, d′, d′]``; each sample uses its own
     head. Minibatches are drawn uniformly with replacement from all rounds played so far.
@@ -304,9 +287,7 @@ def train_feature_map(
     (:func:`loss_and_grad`, then :mod:`deepbandits.networks.gradients`), about three times faster
     than autograd for networks this small; plain SGD is applied in place, other optimizers
     through their ``step``. With ``max_grad_norm``, a minibatch gradient whose global L2 norm
-    exceeds it is scaled down to that norm before the step. With ``train_theta``, θ's copy takes
-    a plain SGD step at the optimizer's learning rate, scaled by the same clipping factor, after
-    each step of w (computed at the θ the step started from). Returns the mean loss of the last
+    exceeds it is scaled down to that norm before the step. Returns the mean loss of the last
     minibatch.
 
     On block-encoded contexts each minibatch is sorted by block, and plain SGD without weight
@@ -322,7 +303,7 @@ def train_feature_map(
     X = as_input(X_np, device)
     r = torch.as_tensor(r_np, dtype=torch.float32, device=device)
     shared = theta.shape[0] == 1
-    theta_t = torch.tensor(theta, dtype=torch.float32, device=device)  # a copy: train_theta
+    theta_t = torch.as_tensor(theta, dtype=torch.float32, device=device)
     A_inv_t = torch.as_tensor(A_inv, dtype=torch.float32, device=device) if loss == "mle" else None
     heads = torch.as_tensor(h_np, device=device)
     n = X.shape[0]
@@ -345,19 +326,14 @@ def train_feature_map(
             else:
                 hb = heads[idx]
                 th, Ai = theta_t[hb], (A_inv_t[hb] if A_inv_t is not None else None)
-            value, g, dmean = loss_and_grad(loss, acts[-1], th, r[idx], Ai)
+            value, g = loss_and_grad(loss, acts[-1], th, r[idx], Ai)
             grads = summed_gradients(backpropagate(net, pres, g), acts, buffers, factored)
-            if not factored:
-                grads = [gp.dense() if isinstance(gp, BlockOuterSum) else gp for gp in grads]
-            scale = clip_scale(grads, max_grad_norm)
-            if train_theta:
-                theta_step_(theta_t, None if shared else heads[idx], dmean, acts[-1], lr * scale)
             if factored:
-                sgd_step_(params, grads, lr * scale)
+                sgd_step_(params, grads, lr * clip_scale(grads, max_grad_norm))
                 continue
-            dense: list[torch.Tensor] = grads  # type: ignore[assignment]
-            if scale < 1.0:
-                torch._foreach_mul_(dense, scale)
+            dense = [gp.dense() if isinstance(gp, BlockOuterSum) else gp for gp in grads]
+            if max_grad_norm is not None:
+                clip_to_norm(dense, max_grad_norm)
             if manual_sgd:
                 if wd:
                     torch._foreach_add_(dense, params, alpha=wd)

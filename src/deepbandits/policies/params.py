@@ -311,10 +311,6 @@ DISCOUNT_SPECS: dict[str, Spec] = {
 }
 DISCOUNT_DEFAULTS: dict[str, Any] = {"discount": 1.0, "discount_every": 100}
 
-#: Train θ with the feature network instead of holding it fixed (the ridge family's trainer,
-#: :class:`~deepbandits.policies.parts.trainer.Trainer`).
-TRAIN_HEAD_SPEC = Spec("bool", "train θ with the network, then refit the head")
-
 #: The parameters of every network (``NETWORK_PARAMS`` of :mod:`deepbandits.networks.learner`).
 NETWORK_SPECS: dict[str, Spec] = {
     "hidden": Spec("int", "width m of the hidden layers", low=1),
@@ -362,7 +358,6 @@ __all__ = [
     "SCHEDULE_SPEC",
     "SEED_SPEC",
     "THEORY_ALPHA_SPEC",
-    "TRAIN_HEAD_SPEC",
     "Spec",
     "accepts",
     "check_param",

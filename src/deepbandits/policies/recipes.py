@@ -27,7 +27,6 @@ from deepbandits.policies.params import (
     REWARD_RANGE_SPEC,
     SCHEDULE_SPEC,
     THEORY_ALPHA_SPEC,
-    TRAIN_HEAD_SPEC,
     Spec,
 )
 from deepbandits.policies.parts.explore import UCB, Greedy
@@ -92,7 +91,6 @@ NEURAL_SPECS: dict[str, Spec] = {
     "feature_dim": Spec("int", "feature dimension d′ of φ", low=1),
     "loss": Spec("choice", "network loss: MSE (Eq. 6) or likelihood (Eq. 14)", choices=LOSSES),
     "refit_on_update": Spec("bool", "refit A and b on the new features after a training"),
-    "train_head": TRAIN_HEAD_SPEC,
     "lam_warmup": Spec("bool", "scale λ by the mean weight until t₀"),
 }
 #: The defaults of the ridge-family networks (Neural-LinGreedy, Neural-LinUCB, Neural-σ²-LinUCB,
@@ -123,7 +121,6 @@ NEURAL_DEFAULTS: dict[str, Any] = {
     "feature_dim": 20,
     "loss": "mse",
     "refit_on_update": False,
-    "train_head": False,
     "lam_warmup": True,
 }
 SAVE_SPECS: dict[str, Spec] = {

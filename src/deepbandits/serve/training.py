@@ -63,7 +63,6 @@ class TrainingJob:
     loss: str
     schedule: TrainSchedule
     snapshot_t: int
-    train_theta: bool = False
 
 
 def prepare(policy: Policy) -> TrainingJob:
@@ -81,7 +80,6 @@ def prepare(policy: Policy) -> TrainingJob:
         loss=trainer.loss,
         schedule=trainer.schedule_,
         snapshot_t=policy.t_,
-        train_theta=trainer.train_head,
     )
 
 
@@ -91,12 +89,7 @@ def run(job: TrainingJob) -> dict[str, Any]:
     start = time.perf_counter()
     learner = job.learner
     learner.train(
-        job.theta,
-        job.A_inv,
-        loss=job.loss,
-        schedule=job.schedule,
-        generator=job.generator,
-        train_theta=job.train_theta,
+        job.theta, job.A_inv, loss=job.loss, schedule=job.schedule, generator=job.generator
     )
     return {
         "network": {k: v.detach().cpu().clone() for k, v in learner.network.state_dict().items()},

@@ -26,7 +26,7 @@ from deepbandits.networks.learner import SCHEDULE_FIELDS, NetworkLearner
 from deepbandits.networks.mlp import MLP
 from deepbandits.networks.schedule import resolve_schedule
 from deepbandits.networks.training import LOSSES
-from deepbandits.policies.params import NETWORK_SPECS, TRAIN_HEAD_SPEC, Spec
+from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.parts.features import NetworkFeatures
 from deepbandits.policies.parts.heads import RidgeHead
 from deepbandits.policies.parts.part import Part, part
@@ -70,12 +70,6 @@ class Trainer(Part):
     refit_on_update : bool, default=False
         Recompute A and b with the new features after each training (False = Algorithm 1,
         where A and b keep the features each round was played with).
-    train_head : bool, default=False
-        Train θ with the network during a training, as the network's last linear layer (a copy
-        started at the head's θ, plain SGD at ``lr``), instead of holding it fixed (Algorithm 1,
-        Eq. 6): the features and θ then adapt to each other, as a whole network trains. The copy
-        is dropped afterwards and the head is refitted on the new features, so it needs
-        ``refit_on_update=True``.
     lam_warmup : bool, default=True
         During the warm-up (rounds t ≤ t₀) the head's prior is λₜ = λ·(f + (1 − f)·t/t₀) with
         f = min(1, mean observation weight so far), reaching λ at t₀: the weighted ridge of
@@ -88,7 +82,6 @@ class Trainer(Part):
         "loss": Spec("choice", "network loss: MSE (Eq. 6) or likelihood (Eq. 14)", choices=LOSSES),
         **{key: NETWORK_SPECS[key] for key in _TRAINING},
         "refit_on_update": Spec("bool", "refit A and b on the new features after a training"),
-        "train_head": TRAIN_HEAD_SPEC,
         "lam_warmup": Spec("bool", "scale λ by the mean weight until t₀"),
     }
 
@@ -106,7 +99,6 @@ class Trainer(Part):
     max_history: int | None = 100_000
     refit_on_update: bool = False
     lam_warmup: bool = True
-    train_head: bool = False
 
     def __post_init__(self) -> None:
         self.learner_: NetworkLearner | None = None
@@ -121,12 +113,6 @@ class Trainer(Part):
         self.deferred_ = bool(deferred)
 
     def _check(self) -> None:
-        if self.train_head and not self.refit_on_update:
-            raise InputValueError(
-                "train_head=True trains a copy of θ with the network and drops it, so the head "
-                "must be refitted on the new features: set refit_on_update=True (got "
-                "refit_on_update=False)"
-            )
         self.schedule_ = resolve_schedule(
             self.train_schedule, {k: getattr(self, k) for k in SCHEDULE_FIELDS}
         )
@@ -196,7 +182,6 @@ class Trainer(Part):
             schedule=self.schedule_,
             generator=generator,
             steps=steps,
-            train_theta=self.train_head,
         )
         if self.refit_on_update:
             X, r, w, h = learner.history.view()
