@@ -232,3 +232,33 @@ def test_warmup_prior_changes_nothing_for_unit_weights():
         policy = db.make_policy("neural-linucb", seed=1, lam_warmup=warm, **SMALL_NET)
         arms.append(play(policy, db.make_env("h1", seed=1), 120))
     np.testing.assert_array_equal(arms[0], arms[1])
+
+
+class _SettingsOf:
+    """An environment as make_policy reads it: the recommended keywords of a paper dataset."""
+
+    def __init__(self, dataset: str, settings: str) -> None:
+        self.dataset, self.settings = dataset, settings
+
+    def policy_defaults_for(self, name: str) -> dict:
+        from deepbandits.envs.settings import dataset_settings
+
+        return dataset_settings(self.dataset, self.settings, name)
+
+
+@pytest.mark.parametrize("name", ["linucb", "neural-linucb", "neural-sigma2-linucb", "neural-ucb"])
+@pytest.mark.parametrize("dataset", ["mnist", "covertype"])
+def test_make_policy_with_env_is_the_policy_of_its_keywords(name, dataset):
+    """make_policy(name, env=...) is the policy built with the environment's keywords given
+    (a keyword of the user's wins), and keywords are checked together with the environment's:
+    MNIST's refit_on_update=True and a user's discount cannot go together."""
+    env = _SettingsOf(dataset, "recommended")
+    accepted = db.make_policy(name).get_params()  # "*" also holds keywords of other policies
+    given = {k: v for k, v in env.policy_defaults_for(name).items() if k in accepted}
+    assert given or (dataset, name) == ("covertype", "linucb")  # it has none for LinUCB
+    assert db.make_policy(name, env=env).get_params() == db.make_policy(name, **given).get_params()
+    mine = db.make_policy(name, env=env, seed=3, lam=2.0).get_params()
+    assert (mine["seed"], mine["lam"]) == (3, 2.0)
+    if given.get("refit_on_update"):
+        with pytest.raises(db.InputValueError, match=r"refit_on_update=True.*discount=0.5"):
+            db.make_policy(name, env=env, discount=0.5)
