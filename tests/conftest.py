@@ -33,6 +33,7 @@ SMALL_REWARD_NET = {k: v for k, v in SMALL_NET.items() if k != "feature_dim"}
 POLICY_CASES = [
     ("linucb", {}),
     ("linucb", {"per_arm": True}),
+    ("linucb", {"intercept": True}),
     ("sigma2-linucb", {"variance": "oracle"}),
     ("neural-linucb", SMALL_NET),
     ("neural-sigma2-linucb", {**SMALL_NET, "loss": "mle", "alpha": "theory"}),

@@ -464,10 +464,12 @@ def test_the_ridge_familys_new_defaults_reach_it_but_not_the_paper_datasets(tmp_
                 assert policy.train_schedule_ == before, (dataset, settings, name)
 
 
-def test_your_own_data_gets_no_dataset_settings():
+def test_your_own_data_gets_no_dataset_settings_only_linucbs_intercept():
     import deepbandits as db
 
     X, y = np.random.default_rng(0).normal(size=(40, 3)), np.arange(40) % 4
-    for settings in ("recommended", "paper"):
-        env = db.make_env("classification", X=X, y=y, settings=settings)
-        assert env.policy_defaults == {} and env.policy_defaults_for("linucb") == {}
+    env = db.make_env("classification", X=X, y=y)
+    assert env.policy_defaults == {} and env.policy_defaults_for("neural-linucb") == {}
+    assert env.policy_defaults_for("linucb") == {"intercept": True}
+    paper = db.make_env("classification", X=X, y=y, settings="paper")
+    assert paper.policy_defaults == {} and paper.policy_defaults_for("linucb") == {}

@@ -85,6 +85,12 @@ RIDGE_DEFAULTS: dict[str, Any] = {
     "refresh_every": 500,
     **DISCOUNT_DEFAULTS,
 }
+#: LinUCB and σ²-LinUCB: the ridge on the raw context, with or without an intercept
+#: (:class:`~deepbandits.policies.parts.features.IdentityFeatures`; a network has biases of its
+#: own). Off by default, as Eq. 4 has none; the classification bandits recommend it
+#: (:mod:`deepbandits.envs.settings`).
+LINEAR_SPECS: dict[str, Spec] = {**RIDGE_SPECS, **IdentityFeatures.specs}
+LINEAR_DEFAULTS: dict[str, Any] = {**RIDGE_DEFAULTS, "intercept": False}
 NEURAL_SPECS: dict[str, Spec] = {
     **RIDGE_SPECS,
     **NETWORK_SPECS,
@@ -187,7 +193,7 @@ def ridge_family(p: dict[str, Any], options: dict[str, Any]) -> RidgeUCB:
     features: Any = (
         NetworkFeatures(p["feature_dim"], p["hidden"], p["n_layers"], p["device"])
         if neural
-        else IdentityFeatures()
+        else IdentityFeatures(p["intercept"])
     )
     trainer = Trainer(**{k: p[k] for k in _TRAINER_KEYS}) if neural else None
     return RidgeUCB(
@@ -245,15 +251,15 @@ def builtin_recipes() -> dict[str, Any]:
         "linucb": _ridge_recipe(
             "linucb",
             "LinUCB (OFUL), Eq. 4–5 on the raw context",
-            RIDGE_SPECS,
-            RIDGE_DEFAULTS,
+            LINEAR_SPECS,
+            LINEAR_DEFAULTS,
             search_space=RIDGE_SEARCH,
         ),
         "sigma2-linucb": _ridge_recipe(
             "sigma2-linucb",
             "σ²-LinUCB: LinUCB with the variance-weighted ridge of Eq. 9–10",
-            RIDGE_SPECS,
-            RIDGE_DEFAULTS,
+            LINEAR_SPECS,
+            LINEAR_DEFAULTS,
             search_space=RIDGE_SEARCH,
             weighted=True,
         ),

@@ -167,11 +167,15 @@ class RidgeUCB(Policy):
     # ------------------------------------------------------------------ state
     def _initialize(self, X: Contexts) -> None:
         features, head = self.features, self.head
-        self.dim_ = features.out_dim(X.shape[1])
-        by_block = features.raw and isinstance(X, BlockContexts) and head.layout != "per_arm"
+        blocks = features.raw and isinstance(X, BlockContexts)  # φ keeps the blocks
+        if blocks:
+            self.dim_ = X.n_blocks * features.out_dim(X.block_dim)  # type: ignore[union-attr]
+        else:
+            self.dim_ = features.out_dim(X.shape[1])
+        by_block = blocks and head.layout != "per_arm"
         head.reset()
         if by_block:
-            head.initialize(X.block_dim, X.n_blocks)  # type: ignore[union-attr]
+            head.initialize(features.out_dim(X.block_dim), X.n_blocks)  # type: ignore[union-attr]
         else:
             head.initialize(self.dim_)
         generator = None

@@ -3,9 +3,9 @@
 A feature map turns the contexts of one or more rounds into one feature row per arm, in one
 call (a batch of rounds is one network forward pass):
 
-* :class:`IdentityFeatures`: φ(x) = x, LinUCB and σ²-LinUCB (Eq. 4–5). On block-encoded
-  contexts it hands a shared head the blocks themselves (one ridge per block, see
-  :mod:`deepbandits.policies.parts.heads`).
+* :class:`IdentityFeatures`: φ(x) = x, LinUCB and σ²-LinUCB (Eq. 4–5), with a constant 1
+  appended if ``intercept``. On block-encoded contexts it hands a shared head the blocks
+  themselves (one ridge per block, see :mod:`deepbandits.policies.parts.heads`).
 * :class:`NetworkFeatures`: the last hidden layer φ(x; w) of a network, the neural-linear family
   (Xu et al. 2022; Algorithm 1 of the paper), trained by a
   :class:`~deepbandits.policies.parts.trainer.Trainer`.
@@ -49,32 +49,59 @@ class FeatureMap(Protocol):
         ...
 
 
+@part
 class IdentityFeatures(Part):
-    """φ(x) = x."""
+    """φ(x) = x, or φ(x) = (x, 1) with an intercept.
+
+    Parameters
+    ----------
+    intercept : bool, default=False
+        Append a constant 1 to each arm's context, so that the ridge fits an intercept, as
+        scikit-learn's linear models do with ``fit_intercept`` (its coefficient is regularised by
+        λ like the others, and its width makes a rarely played arm's mean uncertain). Each ridge
+        gets its own: one per block on block-encoded contexts (so one per arm of a disjoint
+        encoding, whose block is the arm's context), one per arm with ``per_arm``, and one shared
+        by every arm on a shared head over dense contexts (a dense disjoint encoding, unlike its
+        block form, then shares it). Without it a linear model on centred features predicts 0 at
+        the mean context: on standardised classification data no arm's mean reward can be fitted
+        (LinUCB on shuttle: the majority class is 80 % of the samples).
+    """
 
     raw: ClassVar[bool] = True
+    specs: ClassVar[dict[str, Spec]] = {
+        "intercept": Spec("bool", "append a constant 1 to each arm's context (fit an intercept)")
+    }
 
-    def __init__(self) -> None:
+    intercept: bool = False
+
+    def __post_init__(self) -> None:
         self.blockwise_ = False
 
     def out_dim(self, n_features: int) -> int:
-        return n_features
+        return n_features + int(self.intercept)
 
     def initialize(self, n_features: int, blockwise: bool, generator: Any) -> None:
         self.blockwise_ = blockwise
 
     def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
+        """The contexts (each block, or each row, with a 1 appended if ``intercept``); a shared
+        head's block-encoded contexts as their blocks, with each row's block."""
         if isinstance(X, BlockContexts):
-            if self.blockwise_:
-                return X.blocks, X.slots
-            return X.dense(), None
-        return X, None
+            if self.intercept:
+                X = BlockContexts(with_ones(X.blocks), X.slots, X.n_blocks)
+            return (X.blocks, X.slots) if self.blockwise_ else (X.dense(), None)
+        return (with_ones(X) if self.intercept else X), None
 
     def state_dict(self) -> dict[str, Any]:
         return {"blockwise": self.blockwise_}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.blockwise_ = bool(state["blockwise"])
+
+
+def with_ones(X: Array) -> Array:
+    """``X`` ``[n, d]`` with a column of ones appended: ``[n, d + 1]``."""
+    return np.hstack([X, np.ones((len(X), 1))])
 
 
 @part
