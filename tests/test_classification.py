@@ -266,6 +266,36 @@ def test_standardize_global_uses_one_mean_and_scale_for_every_column():
     np.testing.assert_array_equal(flat.sample(2), 0.0)
 
 
+def test_standardize_nonbinary_keeps_indicator_columns_as_zero_and_one():
+    """Covertype's one-hot columns: a z-score would make a rare indicator ±30 when present; the
+    0/1 columns stay as they are, every other column is standardised as "standardize" does."""
+    rng = np.random.default_rng(4)
+    n = 1000
+    X = np.column_stack(
+        [
+            rng.normal(50.0, 7.0, n),  # measured
+            np.zeros(n),  # an indicator never set: binary too
+            (np.arange(n) == 3).astype(float),  # a category of one row in 1,000
+            rng.integers(0, 2, n).astype(float),  # a flag
+            rng.integers(0, 3, n).astype(float),  # 0, 1, 2: not binary
+        ]
+    )
+    y = rng.integers(0, 3, n)
+    env = ClassificationEnv(X, y, preprocess="standardize-nonbinary")
+    per_column = ClassificationEnv(X, y, preprocess="standardize")
+    binary = [False, True, True, True, False]
+    for i in (0, 3, 999):
+        np.testing.assert_array_equal(env.sample(i)[binary], X[i, binary])
+        np.testing.assert_allclose(
+            env.sample(i)[~np.array(binary)], per_column.sample(i)[~np.array(binary)], rtol=1e-12
+        )
+    assert per_column.sample(3)[2] > 30 and env.sample(3)[2] == 1.0
+    stats = env.get_params()["preprocess_stats"]
+    assert stats["scale"][1:4] == [1.0, 1.0, 1.0] and stats["mean"][1:4] == [0.0, 0.0, 0.0]
+    flags = ClassificationEnv(X[:, 1:4].astype(bool), y, preprocess="standardize-nonbinary")
+    np.testing.assert_array_equal(flags.sample(3), X[3, 1:4])
+
+
 def test_constant_columns_never_divide_by_zero():
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 30)

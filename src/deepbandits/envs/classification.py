@@ -90,13 +90,14 @@ class ClassificationEnv(Environment):
     encoding : {"block", "dense"}, default="block"
         Arm contexts as :class:`~deepbandits.encoding.BlockContexts` or as the dense
         ``[K, K·D]`` array (the same numbers; the block form is K× cheaper for the policies).
-    preprocess : {"standardize", "l2", "standardize+l2", "standardize-global", "none"}, \
-default="standardize"
+    preprocess : {"standardize", "l2", "standardize+l2", "standardize-nonbinary", \
+"standardize-global", "none"}, default="standardize"
         What is done to each sample before it is encoded (:mod:`~deepbandits.envs.preprocessing`
         says what each does, and why standardisation is the default for your own data):
         ``(x − mean) / scale`` per column with the statistics of the X given (those used are in
         :meth:`get_params`, ``"preprocess_stats"``), ``x / ‖x‖₂`` (the paper's), both, the
-        same with one mean and scale for all columns, or none.
+        first but for the 0/1 columns, which stay 0/1, the first with one mean and scale for
+        all columns, or none.
     dynamic_range : bool, default=False
         Rewards {0, 1} before round ``horizon/2`` and {1, 3} from it on (Fig. ab_dynamic (b)).
     horizon : int, default=15000

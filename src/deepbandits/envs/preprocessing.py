@@ -11,6 +11,10 @@ every round, in ``holdout`` and in ``contexts_for``):
 - ``"l2"``: each sample divided by its L2 norm (all-zero samples stay zero). This is the paper's
   code (Section 5.2) and the default of the paper's datasets, :data:`DATASET_PREPROCESS`.
 - ``"standardize+l2"``: standardised, then each sample scaled to unit L2 norm.
+- ``"standardize-nonbinary"``: ``"standardize"`` for every column but the binary ones (only 0s
+  and 1s: one-hot categories, flags), which stay 0 and 1. A z-score blows a rare indicator up
+  (a category of one row in 1,000 becomes ±31.6 when present) and makes it dominate every
+  sample it appears in; covertype's 44 indicator columns are such (its recommended setting).
 - ``"standardize-global"``: every entry minus the one mean of all entries of X, divided by their
   one standard deviation (what ``torchvision.transforms.Normalize((0.1307,), (0.3081,))`` does to
   MNIST's pixels): the features keep their relative scales, so columns that are almost always 0
@@ -36,7 +40,14 @@ from deepbandits.errors import InputValueError
 
 #: The ``preprocess`` options of :class:`~deepbandits.envs.classification.ClassificationEnv`
 #: (see that module's documentation).
-PREPROCESSING = ("standardize", "l2", "standardize+l2", "standardize-global", "none")
+PREPROCESSING = (
+    "standardize",
+    "l2",
+    "standardize+l2",
+    "standardize-nonbinary",
+    "standardize-global",
+    "none",
+)
 
 #: ``preprocess`` of bring-your-own data (arrays or a table file).
 DEFAULT_PREPROCESS = "standardize"
@@ -168,6 +179,25 @@ def column_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.
     return mean * magnitude, scale
 
 
+def binary_columns(X: NDArray[Any]) -> NDArray[np.bool_]:
+    """Which columns of ``X`` hold only 0s and 1s (scanned in chunks of rows)."""
+    n, D = X.shape
+    step = max(1, _CHUNK_VALUES // max(D, 1))
+    binary = np.ones(D, dtype=bool)
+    for start in _chunks(n, D):
+        chunk = X[start : start + step]
+        binary &= np.all((chunk == 0) | (chunk == 1), axis=0)
+    return binary
+
+
+def nonbinary_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`column_statistics` with mean 0 and scale 1 for the binary columns of ``X``
+    (:func:`binary_columns`), for ``preprocess="standardize-nonbinary"``: indicators stay 0/1."""
+    mean, scale = column_statistics(X)
+    binary = binary_columns(X)
+    return np.where(binary, 0.0, mean), np.where(binary, 1.0, scale)
+
+
 def global_statistics(X: NDArray[Any]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The one mean and standard deviation of all entries of ``X``, repeated for each column,
     for ``preprocess="standardize-global"``.
@@ -199,6 +229,8 @@ def preprocess_statistics(
     ``(None, None)`` for an option that does not standardise."""
     if preprocess == "standardize-global":
         return global_statistics(X)
+    if preprocess == "standardize-nonbinary":
+        return nonbinary_statistics(X)
     if preprocess.startswith("standardize"):
         return column_statistics(X)
     return None, None
