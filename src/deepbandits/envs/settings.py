@@ -136,8 +136,8 @@ _SHUTTLE: dict[str, dict[str, Any]] = {
     "neural-ucb": {**_papers("shuttle"), **_DEFAULT_SCHEDULE},
 }
 
-#: Covertype, on features standardised but for its 44 indicator columns
-#: (``preprocess="standardize-nonbinary"``, :data:`~deepbandits.envs.preprocessing.DATASET_PREPROCESS`):
+#: Covertype, on features standardised but for its 44 indicator columns (its
+#: :data:`~deepbandits.envs.preprocessing.DATASET_PREPROCESS`, ``"standardize-nonbinary"``):
 #: the paper's keywords for every network (NeuralUCB on the default schedule) and LinUCB with an
 #: intercept. Tuning seeds 0, 4, 5, 6, T = 10,000 (``records_covertype_tuning.csv``): leaving the
 #: indicators 0/1 took Neural-σ²-LinUCB on MNIST's schedule from 3,403 (seeds 0, 4, 5; every
