@@ -124,6 +124,25 @@ def test_a_finished_run_of_another_configuration_is_refused_unless_forced(copy):
     assert all(len(load_finished(job.stem).records) == 40 for job in jobs)
 
 
+def test_a_finished_run_whose_specification_now_resolves_to_other_settings_is_refused(
+    copy, monkeypatch
+):
+    """The same specifications, but the environment now recommends another α (as when a
+    dataset's recommended settings change): the saved runs are of the old settings, so they
+    are refused, naming the parameter, and nothing is run or overwritten."""
+    from deepbandits.envs.synthetic import SyntheticEnv
+
+    monkeypatch.setattr(SyntheticEnv, "policy_defaults_for", lambda self, name: {"alpha": 0.5})
+    before = stamps(copy)
+    with pytest.raises(
+        InputValueError, match=r"p0/seed_0 was run with policy alpha 0.02 \(now 0.5\)"
+    ):
+        run_sweep(make_jobs(copy), executor=Counting(), progress=False)
+    assert stamps(copy) == before
+    monkeypatch.undo()
+    assert not run_sweep(make_jobs(copy), executor=Counting(), progress=False).done
+
+
 def fail_after(monkeypatch, n):
     """Make every job after the first ``n`` raise (in this process)."""
     real, calls = job_module.execute_job, []

@@ -9,7 +9,8 @@ on a Ray cluster) need no access to the results folder, and a crash or Ctrl-C lo
 jobs in flight: running the sweep again computes only what is missing.
 
 * A finished run with another configuration at a job's stem is refused (nothing is run or
-  overwritten) unless ``force``; ``force`` recomputes every job.
+  overwritten) unless ``force``; ``force`` recomputes every job. So is one whose specifications
+  now resolve to other policy or environment parameters (:func:`check_resolved`).
 * A finished run in the other format (CSV or Parquet) is not computed again but saved again in
   the sweep's format (its files of the other format removed), so that after a sweep every run
   is in its format.
@@ -40,7 +41,7 @@ from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice
 from deepbandits.errors import DeepBanditsError, InputTypeError, InputValueError
 from deepbandits.experiments.executors import Executor, Failure, LocalExecutor
-from deepbandits.experiments.jobs import Job, hash_identity, identity_of
+from deepbandits.experiments.jobs import Job, build_env, build_policy, hash_identity, identity_of
 from deepbandits.experiments.storage import (
     FORMATS,
     RunResult,
@@ -99,7 +100,7 @@ def is_run(json_path: Path) -> bool:
     return isinstance(config, dict) and "final_regret" in config
 
 
-def finished_run(job: Job) -> RunResult | None:
+def finished_run(job: Job, envs: dict[Any, Any] | None = None) -> RunResult | None:
     """``job``'s run if it is finished on disk with ``job``'s configuration hash, else
     ``None``.
 
@@ -113,9 +114,11 @@ def finished_run(job: Job) -> RunResult | None:
     ------
     InputValueError
         When the finished run was made with another configuration (policy, environment,
-        seed, T, checkpoints, hold-out size, device or library version), naming each
-        difference: reusing it would mix settings silently, and running it again would
-        destroy it.
+        seed, T, checkpoints, hold-out size, device or library version), or when its
+        specifications now resolve to other policy or environment parameters
+        (:func:`check_resolved`: the library's recommended settings of the dataset changed),
+        naming each difference: reusing it would mix settings silently, and running it again
+        would destroy it.
     """
     if not any(path.exists() for path in run_files(job.stem)):
         return None
@@ -126,6 +129,7 @@ def finished_run(job: Job) -> RunResult | None:
         return None
     found, wanted = identity_of(run.config), job.identity
     if hash_identity(found) == job.config_hash:
+        check_resolved(job, run.config, envs)
         return run
     keys = list(wanted) + [k for k in found if k not in wanted]
     diff = [
@@ -139,6 +143,59 @@ def finished_run(job: Job) -> RunResult | None:
     )
 
 
+#: Parameters a run sets itself (:func:`~deepbandits.experiments.runner.run`): left out when a
+#: finished run's parameters are compared with what its specifications give now.
+_SET_BY_THE_RUN = {"policy": ("seed", "horizon", "reward_range"), "env": ("seed",)}
+
+
+def resolved_params(job: Job, envs: dict[Any, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """The policy's and the environment's parameters that ``job``'s specifications give now (the
+    environment's recommended settings included), as a run's JSON records them, without what the
+    run sets itself (:data:`_SET_BY_THE_RUN`). ``envs`` keeps the environments built, by
+    specification and T, so that a sweep reads each dataset once."""
+    envs = {} if envs is None else envs
+    key = (job.env_spec, job.T)
+    if key not in envs:
+        envs[key] = build_env(job.env_spec, job.T)
+    env = envs[key]
+    params = {
+        "policy": build_policy(job.policy_spec, env, job.device).get_params(),
+        "env": env.get_params(),
+    }
+    return {part: _comparable(params[part], part) for part in params}
+
+
+def _comparable(params: Any, part: str) -> dict[str, Any]:
+    """``params`` as JSON gives them back, without the keys the run sets."""
+    as_saved = json.loads(json.dumps(params, default=str))
+    if not isinstance(as_saved, dict):
+        return {}
+    return {k: v for k, v in as_saved.items() if k not in _SET_BY_THE_RUN[part]}
+
+
+def check_resolved(job: Job, config: dict[str, Any], envs: dict[Any, Any] | None = None) -> None:
+    """Refuse a finished run whose policy or environment parameters differ from those ``job``'s
+    specifications give now: the same specifications resolve to other settings when the
+    library's recommended settings of a dataset change, and reusing the run would mix them."""
+    saved = {
+        part: _comparable(config.get(part, {}).get("params", {}), part)
+        for part in ("policy", "env")
+    }
+    now = resolved_params(job, envs)
+    diff = [
+        f"{part} {key} {saved[part].get(key)!r} (now {now[part].get(key)!r})"
+        for part in ("policy", "env")
+        for key in sorted(set(saved[part]) | set(now[part]))
+        if saved[part].get(key) != now[part].get(key)
+    ]
+    if diff:
+        raise InputValueError(
+            f"{job.stem} was run with {'; '.join(diff)}: the same specifications give other "
+            "settings now; recompute it with force=True (--force), write to another output "
+            "folder or delete that run"
+        )
+
+
 def _shown(value: Any) -> Any:
     """A value of an identity as a Job holds it (checkpoints as a tuple)."""
     return tuple(value) if isinstance(value, list) else value
@@ -150,9 +207,10 @@ def _plan(jobs: list[Job], force: bool) -> tuple[list[tuple[Job, str]], list[Job
     if force:
         return [], jobs
     finished, todo, refused = [], [], []
+    envs: dict[Any, Any] = {}
     for job in jobs:
         try:
-            run = finished_run(job)
+            run = finished_run(job, envs)
         except InputValueError as exc:
             refused.append(str(exc))
             continue
