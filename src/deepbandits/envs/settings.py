@@ -142,15 +142,14 @@ _SHUTTLE: dict[str, dict[str, Any]] = {
 #: intercept. Tuning seeds 0, 4, 5, 6, T = 10,000 (``records_covertype_tuning.csv``): leaving the
 #: indicators 0/1 took Neural-σ²-LinUCB on MNIST's schedule from 3,403 (seeds 0, 4, 5; every
 #: column standardised) to 3,220.5, and under the paper's keywords it did better still
-#: (2,989.2), so it takes those, as Neural-LinUCB already did (its own: 3,333 → 2,814.3 on seeds
-#: 0, 4, 5). NeuralUCB 2,906.0, LinUCB 3,082.8. Neural-σ²-LinUCB takes ``range_confidence=2``:
-#: 2,841.0 against 2,920.8 with 1 (MNIST's) and 2,989.2 with 0 (lower on every seed); the larger c,
-#: the more rounds get Eq. 13's largest bound, 1/4, so the closer the weights are to uniform, as
-#: Neural-LinUCB's (2,814.5). Before (every column
-#: standardised), MNIST's schedule had suited Neural-σ²-LinUCB better (tuning seed 0: 3,389
-#: against 4,067), and ``range_confidence=1`` had not been taken (3,294 against 3,389 on the
-#: tuning seed, 3,517.7 against 3,380.7 on the evaluation seeds,
-#: ``records_covertype_range_confidence.csv``).
+#: (2,989.2), so it takes those, as Neural-LinUCB already did (its own: 3,333 on seeds 0, 4, 5
+#: → 2,814.5 on seeds 0, 4, 5, 6). NeuralUCB 2,906.0, LinUCB 3,082.8. Neural-σ²-LinUCB takes
+#: ``range_confidence=2``: 2,841.0 against 2,920.8 with 1 (MNIST's) and 2,989.2 with 0 (lower on
+#: every seed); the larger c, the more rounds get Eq. 13's largest bound, 1/4, so the closer the
+#: weights are to uniform, as Neural-LinUCB's. Before (every column standardised), MNIST's
+#: schedule had suited Neural-σ²-LinUCB better (tuning seed 0: 3,389 against 4,067), and
+#: ``range_confidence=1`` had not been taken (3,294 against 3,389 on the tuning seed, 3,517.7
+#: against 3,380.7 on the evaluation seeds, ``records_covertype_range_confidence.csv``).
 _COVERTYPE: dict[str, dict[str, Any]] = {
     "*": _papers("covertype"),
     "linucb": _INTERCEPT,
