@@ -143,6 +143,22 @@ def test_a_finished_run_whose_specification_now_resolves_to_other_settings_is_re
     assert not run_sweep(make_jobs(copy), executor=Counting(), progress=False).done
 
 
+def test_a_finished_run_is_reused_with_a_warning_when_its_environment_cannot_be_built_here(
+    copy, monkeypatch
+):
+    """A sweep planned where the dataset is absent (a cluster's head): the settings cannot be
+    compared, the runs are reused and a warning names each."""
+    from deepbandits.experiments import sweep
+
+    def missing(spec, T=None):
+        raise DataNotFoundError("no data here")
+
+    monkeypatch.setattr(sweep, "build_env", missing)
+    with pytest.warns(UserWarning, match=r"seed_0: its settings were not compared.*no data here"):
+        result = run_sweep(make_jobs(copy), executor=Counting(), progress=False)
+    assert not result.done and len(result.skipped) == 4
+
+
 def fail_after(monkeypatch, n):
     """Make every job after the first ``n`` raise (in this process)."""
     real, calls = job_module.execute_job, []

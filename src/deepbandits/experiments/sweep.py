@@ -39,9 +39,10 @@ from tqdm.auto import tqdm
 
 from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice
-from deepbandits.errors import DeepBanditsError, InputTypeError, InputValueError
+from deepbandits.errors import DataError, DeepBanditsError, InputTypeError, InputValueError
 from deepbandits.experiments.executors import Executor, Failure, LocalExecutor
-from deepbandits.experiments.jobs import Job, build_env, build_policy, hash_identity, identity_of
+from deepbandits.experiments.jobs import Job, build_env, hash_identity, identity_of
+from deepbandits.experiments.specs import parse_spec
 from deepbandits.experiments.storage import (
     FORMATS,
     RunResult,
@@ -50,6 +51,7 @@ from deepbandits.experiments.storage import (
     run_files,
     saved_format,
 )
+from deepbandits.policies import make_policy
 
 
 @dataclass
@@ -143,48 +145,61 @@ def finished_run(job: Job, envs: dict[Any, Any] | None = None) -> RunResult | No
     )
 
 
-#: Parameters a run sets itself (:func:`~deepbandits.experiments.runner.run`): left out when a
-#: finished run's parameters are compared with what its specifications give now.
-_SET_BY_THE_RUN = {"policy": ("seed", "horizon", "reward_range"), "env": ("seed",)}
+#: Parameters left out when a finished run's parameters are compared with what its
+#: specifications give now: those the run sets itself (:func:`~deepbandits.experiments.runner.run`)
+#: and the policy's device, which the job's identity holds already (and which may not exist on
+#: the machine that plans a sweep for a cluster's GPUs).
+_NOT_COMPARED = {"policy": ("seed", "horizon", "reward_range", "device"), "env": ("seed",)}
 
 
 def resolved_params(job: Job, envs: dict[Any, Any] | None = None) -> dict[str, dict[str, Any]]:
     """The policy's and the environment's parameters that ``job``'s specifications give now (the
-    environment's recommended settings included), as a run's JSON records them, without what the
-    run sets itself (:data:`_SET_BY_THE_RUN`). ``envs`` keeps the environments built, by
-    specification and T, so that a sweep reads each dataset once."""
+    environment's recommended settings included), as a run's JSON records them, without
+    :data:`_NOT_COMPARED`. ``envs`` keeps the environments built, by specification and T, so that
+    a sweep reads each dataset once."""
     envs = {} if envs is None else envs
     key = (job.env_spec, job.T)
     if key not in envs:
         envs[key] = build_env(job.env_spec, job.T)
     env = envs[key]
+    name, keywords = parse_spec(job.policy_spec)
+    keywords.pop("device", None)
     params = {
-        "policy": build_policy(job.policy_spec, env, job.device).get_params(),
+        "policy": make_policy(name, env=env, **keywords).get_params(),
         "env": env.get_params(),
     }
     return {part: _comparable(params[part], part) for part in params}
 
 
 def _comparable(params: Any, part: str) -> dict[str, Any]:
-    """``params`` as JSON gives them back, without the keys the run sets."""
+    """``params`` as JSON gives them back, without :data:`_NOT_COMPARED`."""
     as_saved = json.loads(json.dumps(params, default=str))
     if not isinstance(as_saved, dict):
         return {}
-    return {k: v for k, v in as_saved.items() if k not in _SET_BY_THE_RUN[part]}
+    return {k: v for k, v in as_saved.items() if k not in _NOT_COMPARED[part]}
 
 
 def check_resolved(job: Job, config: dict[str, Any], envs: dict[Any, Any] | None = None) -> None:
     """Refuse a finished run whose policy or environment parameters differ from those ``job``'s
     specifications give now: the same specifications resolve to other settings when the
-    library's recommended settings of a dataset change, and reusing the run would mix them."""
+    library's recommended settings of a dataset change, and reusing the run would mix them. A
+    part whose parameters the run did not save is not compared; when the environment cannot be
+    built here (its dataset is not on this machine), a warning says that nothing was compared."""
     saved = {
         part: _comparable(config.get(part, {}).get("params", {}), part)
         for part in ("policy", "env")
     }
-    now = resolved_params(job, envs)
+    try:
+        now = resolved_params(job, envs)
+    except DataError as exc:
+        warnings.warn(
+            f"{job.stem}: its settings were not compared with today's ({exc})", stacklevel=3
+        )
+        return
     diff = [
         f"{part} {key} {saved[part].get(key)!r} (now {now[part].get(key)!r})"
         for part in ("policy", "env")
+        if saved[part]
         for key in sorted(set(saved[part]) | set(now[part]))
         if saved[part].get(key) != now[part].get(key)
     ]

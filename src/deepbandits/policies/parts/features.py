@@ -63,8 +63,9 @@ class IdentityFeatures(Part):
         encoding, whose block is the arm's context), one per arm with ``per_arm``, and one shared
         by every arm on a shared head over dense contexts (a dense disjoint encoding, unlike its
         block form, then shares it). Without it a linear model on centred features predicts 0 at
-        the mean context: on standardised classification data no arm's mean reward can be fitted
-        (LinUCB on shuttle: the majority class is 80 % of the samples).
+        the mean context, so it cannot fit how often an arm pays on average (on shuttle, whose
+        majority class is 80 % of the samples, LinUCB's regret fell from 2,185.5 to 716.8 with
+        it: :mod:`deepbandits.envs.settings`).
     """
 
     raw: ClassVar[bool] = True
@@ -87,9 +88,12 @@ class IdentityFeatures(Part):
         """The contexts (each block, or each row, with a 1 appended if ``intercept``); a shared
         head's block-encoded contexts as their blocks, with each row's block."""
         if isinstance(X, BlockContexts):
-            if self.intercept:
-                X = BlockContexts(with_ones(X.blocks), X.slots, X.n_blocks)
-            return (X.blocks, X.slots) if self.blockwise_ else (X.dense(), None)
+            blocks = with_ones(X.blocks) if self.intercept else X.blocks
+            if self.blockwise_:  # a shared head's one ridge per block: no dense matrix
+                return blocks, X.slots
+            return (
+                BlockContexts(blocks, X.slots, X.n_blocks) if self.intercept else X
+            ).dense(), None
         return (with_ones(X) if self.intercept else X), None
 
     def state_dict(self) -> dict[str, Any]:
