@@ -80,8 +80,11 @@ def test_full_mode_z_is_the_sum_of_gradient_outer_products():
         Z += np.outer(g, g) / 6
         p.update(X, arm, 1.0)
     np.testing.assert_allclose(p.z_.A_inv[0], np.linalg.inv(Z), rtol=1e-6, atol=1e-9)
+    too_big = db.NeuralUCB(mode="full", hidden=100)
     with pytest.raises(ValueError, match="use mode='diag'"):
-        db.NeuralUCB(mode="full", hidden=100).select(np.ones((2, 784)))
+        too_big.select(np.ones((2, 784)))
+    assert too_big.n_features_in_ is None  # the call that raised left it fresh
+    assert 0 <= too_big.select(np.ones((2, 3))) < 2  # so narrower contexts are taken
 
 
 def test_neural_ts_samples_around_the_mean_with_its_width():

@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import check_unknown_keys
 from deepbandits.encoding import BlockContexts, Contexts, check_contexts
-from deepbandits.errors import InputValueError
+from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.policies import acting, checkpoint, learning, merging
 from deepbandits.policies.decision import PendingDecisions
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation, arm_context
@@ -193,7 +193,11 @@ class Policy(ABC):
             X = X.dense()
         if self.n_features_in_ is None:
             self.n_features_in_ = X.shape[1]
-            self._initialize(X)
+            try:
+                self._initialize(X)
+            except DeepBanditsError:  # contexts the policy cannot take: it stays fresh
+                self.n_features_in_ = None
+                raise
         return X
 
     @abstractmethod
