@@ -440,7 +440,13 @@ def test_the_ridge_familys_new_defaults_reach_it_but_not_the_paper_datasets(tmp_
     make_mnist(tmp_path, np.random.default_rng(3))
     expected = {
         "recommended": TrainSchedule(
-            train_every=50, train_start=1000, warmup_every=10, train_steps=300
+            train_every=50,
+            train_start=1000,
+            warmup_every=10,
+            train_steps=300,
+            warmup_steps=2000,
+            warmup_batch_size=1,
+            warmup_lr=0.01,
         ),
         "paper": TrainSchedule(
             train_every=10, train_start=10000, warmup_every=50, train_steps=1000

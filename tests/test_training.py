@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+import deepbandits as db
 from deepbandits.networks.mlp import MLP
 from deepbandits.networks.training import (
     History,
@@ -146,3 +147,35 @@ def test_sgd_step_is_bounded_by_max_grad_norm(max_grad_norm):
         assert moved > 10 * lr * 0.5
     else:
         assert moved == pytest.approx(lr * max_grad_norm, rel=1e-4)
+
+
+@pytest.mark.parametrize("name", ["neural-sigma2-linucb", "neural-ucb", "bootstrapped-nn"])
+def test_warmup_trainings_take_their_own_steps_batch_size_and_learning_rate(name, monkeypatch):
+    """Before t₀ each training runs warmup_steps steps of warmup_batch_size samples at
+    warmup_lr; from t₀ on, train_steps, batch_size and lr; the optimizer keeps lr."""
+    from deepbandits.networks import learner as learner_module
+
+    calls = []
+    real = learner_module.train_feature_map
+
+    def recording(net, history, theta, A_inv, **kw):
+        calls.append((kw["steps"], kw["batch_size"], kw["optimizer"].param_groups[0]["lr"]))
+        return real(net, history, theta, A_inv, **kw)
+
+    monkeypatch.setattr(learner_module, "train_feature_map", recording)
+    schedule = dict(train_start=30, train_every=10, warmup_every=10, train_steps=3, batch_size=8)
+    warmup = dict(warmup_steps=7, warmup_batch_size=1, warmup_lr=0.5)
+    extra = {"n_models": 1} if name == "bootstrapped-nn" else {}
+    policy = db.make_policy(name, seed=0, hidden=8, lr=0.05, **schedule, **warmup, **extra)
+    env = db.make_env("h1", d=4, n_arms=3, seed=0)
+    for _ in range(50):
+        rnd = env.next_round()
+        arm = policy.select(rnd.contexts)
+        policy.update(rnd.contexts, arm, env.reward(arm), reward_range=(-100.0, 100.0))
+    assert calls == [(7, 1, 0.5)] * 2 + [(3, 8, 0.05)] * 3
+    learner = {"neural-ucb": "learner_", "bootstrapped-nn": "members_"}.get(name)
+    learner = policy.trainer.learner_ if learner is None else getattr(policy, learner)
+    learner = learner[0] if isinstance(learner, list) else learner
+    assert learner.optimizer.param_groups[0]["lr"] == 0.05  # the warm-up's rate was undone
+    budget = policy.train_schedule_.sample_gradients(50)
+    assert budget == 2 * 7 * 1 + 3 * 3 * 8

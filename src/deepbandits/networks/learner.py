@@ -44,6 +44,9 @@ NETWORK_PARAMS: dict[str, Any] = {
     "warmup_every": None,
     "train_steps": None,
     "batch_size": None,
+    "warmup_steps": None,
+    "warmup_batch_size": None,
+    "warmup_lr": None,
     "optimizer": "sgd",
     "lr": 1e-2,
     "weight_decay": 0.0,
@@ -59,7 +62,16 @@ NETWORK_PARAMS: dict[str, Any] = {
 PLAIN_TRAINING: dict[str, Any] = {k: NETWORK_PARAMS[k] for k in ("train_schedule", "weight_decay")}
 
 _ONE = np.ones((1, 1))
-SCHEDULE_FIELDS = ("train_every", "train_start", "warmup_every", "train_steps", "batch_size")
+SCHEDULE_FIELDS = (
+    "train_every",
+    "train_start",
+    "warmup_every",
+    "train_steps",
+    "batch_size",
+    "warmup_steps",
+    "warmup_batch_size",
+    "warmup_lr",
+)
 
 
 def parse_device(device: str) -> torch.device:
@@ -176,8 +188,13 @@ class NetworkLearner:
         schedule: TrainSchedule,
         generator: torch.Generator,
         steps: int | None = None,
+        t: int | None = None,
     ) -> float:
         """Train on the whole history with the head θ (and A⁻¹) fixed; the last minibatch loss.
+
+        The schedule's training after round ``t`` (default: the rounds the history has seen)
+        gives the number of steps (unless ``steps``), the minibatch size and the learning rate
+        (:meth:`~deepbandits.networks.schedule.TrainSchedule.training`).
 
         A training that diverges (a non-finite loss or weight: contexts or rewards of a scale the
         learning rate cannot take) is undone: the network and the optimizer go back to their
@@ -186,18 +203,28 @@ class NetworkLearner:
         """
         check_choice(loss, "loss", LOSSES)
         before = copy.deepcopy((self.network.state_dict(), self.optimizer.state_dict()))
-        self.last_loss = train_feature_map(
-            self.network,
-            self.history,
-            theta,
-            A_inv,
-            loss=loss,
-            steps=schedule.train_steps if steps is None else steps,
-            batch_size=schedule.batch_size,
-            optimizer=self.optimizer,
-            generator=generator,
-            max_grad_norm=self.max_grad_norm,
-        )
+        training = schedule.training(self.history.seen if t is None else t)
+        groups = self.optimizer.param_groups
+        rates = [group["lr"] for group in groups]
+        if training.lr is not None:
+            for group in groups:
+                group["lr"] = training.lr
+        try:
+            self.last_loss = train_feature_map(
+                self.network,
+                self.history,
+                theta,
+                A_inv,
+                loss=loss,
+                steps=training.steps if steps is None else steps,
+                batch_size=training.batch_size,
+                optimizer=self.optimizer,
+                generator=generator,
+                max_grad_norm=self.max_grad_norm,
+            )
+        finally:
+            for group, lr in zip(groups, rates, strict=True):
+                group["lr"] = lr
         self.n_trainings += 1
         finite = math.isfinite(self.last_loss) and all(
             bool(torch.isfinite(w).all()) for w in self.network.parameters()
@@ -214,9 +241,12 @@ class NetworkLearner:
             )
         return self.last_loss
 
-    def train_reward_model(self, schedule: TrainSchedule, generator: torch.Generator) -> float:
-        """Train a scalar network f(x; w) on its history by MSE (Eq. 6 with θ = 1)."""
-        return self.train(_ONE, _ONE[None], loss="mse", schedule=schedule, generator=generator)
+    def train_reward_model(
+        self, schedule: TrainSchedule, generator: torch.Generator, t: int | None = None
+    ) -> float:
+        """Train a scalar network f(x; w) on its history by MSE (Eq. 6 with θ = 1), as the
+        schedule trains after round ``t`` (default: the rounds the history has seen)."""
+        return self.train(_ONE, _ONE[None], loss="mse", schedule=schedule, generator=generator, t=t)
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -119,7 +119,7 @@ class BootstrappedNN(Policy):
         if self.train_schedule_.should_train(self.t_ + 1):
             start = time.perf_counter()
             for member in self.members_:
-                member.train_reward_model(self.train_schedule_, self._torch_gen)
+                member.train_reward_model(self.train_schedule_, self._torch_gen, self.t_ + 1)
             self.n_trainings_ += 1
             return Learned(train_seconds=time.perf_counter() - start)
         return Learned()

@@ -325,6 +325,22 @@ NETWORK_SPECS: dict[str, Spec] = {
     ),
     "train_steps": Spec("int", "gradient steps per training", low=0, optional=True),
     "batch_size": Spec("int", "minibatch size", low=1, optional=True),
+    "warmup_steps": Spec(
+        "int", "gradient steps per training before t₀ (train_steps if None)", low=0, optional=True
+    ),
+    "warmup_batch_size": Spec(
+        "int",
+        "minibatch size of the trainings before t₀ (batch_size if None)",
+        low=1,
+        optional=True,
+    ),
+    "warmup_lr": Spec(
+        "real",
+        "learning rate of the trainings before t₀ (lr if None)",
+        low=0,
+        low_inclusive=False,
+        optional=True,
+    ),
     "optimizer": Spec("choice", "optimizer of the network", choices=OPTIMIZERS),
     "lr": Spec("real", "learning rate", low=0, low_inclusive=False),
     "weight_decay": Spec("real", "L2 weight decay", low=0),

@@ -34,8 +34,8 @@ def training_budget(policy_spec: str, env: Environment, T: int) -> dict[str, Any
     -------
     dict
         :data:`BUDGET_KEYS` (``trainings``: trainings in ``T`` rounds; ``sample_gradients``:
-        trainings × ``train_steps`` × ``batch_size``), plus ``feature_dim`` for policies with a
-        feature layer.
+        Σ over the trainings of their steps × minibatch size), plus ``feature_dim`` for policies
+        with a feature layer.
     """
     name, params = parse_spec(policy_spec)
     policy = make_policy(name, env=env, **params)
@@ -50,7 +50,7 @@ def training_budget(policy_spec: str, env: Environment, T: int) -> dict[str, Any
         train_steps=schedule.train_steps,
         batch_size=schedule.batch_size,
         trainings=trainings,
-        sample_gradients=trainings * schedule.train_steps * schedule.batch_size,
+        sample_gradients=schedule.sample_gradients(T),
     )
     if "feature_dim" in p:
         budget["feature_dim"] = p["feature_dim"]

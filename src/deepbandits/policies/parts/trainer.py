@@ -57,6 +57,11 @@ class Trainer(Part):
         (:data:`~deepbandits.policies.recipes.NEURAL_DEFAULTS`).
     train_every, train_start, warmup_every, train_steps, batch_size : int, optional
         H, t₀, rounds between trainings before t₀ (0 = none), n, and the minibatch size.
+    warmup_steps, warmup_batch_size : int, optional
+        Steps and minibatch size of the trainings before t₀ (None: ``train_steps``,
+        ``batch_size``).
+    warmup_lr : float, optional
+        Learning rate of the trainings before t₀ (None: ``lr``).
     optimizer : {"sgd", "adam"}, default="sgd"
     lr : float, default=1e-2
     weight_decay : float, default=0.0
@@ -92,6 +97,9 @@ class Trainer(Part):
     warmup_every: int | None = None
     train_steps: int | None = None
     batch_size: int | None = None
+    warmup_steps: int | None = None
+    warmup_batch_size: int | None = None
+    warmup_lr: float | None = None
     optimizer: str = "sgd"
     lr: float = 1e-2
     weight_decay: float = 0.0
