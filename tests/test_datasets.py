@@ -5,6 +5,7 @@ import hashlib
 import os
 import pickle
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -377,6 +378,7 @@ def test_cifar_archive_extracts_only_the_known_batch_files(tmp_path, monkeypatch
 def test_a_dataset_gives_its_recommended_settings_and_the_papers_one_keyword_away(tmp_path):
     import deepbandits as db
     from deepbandits.envs.settings import PAPER_DEFAULTS, RECOMMENDED
+    from deepbandits.networks.schedule import Training
 
     make_mnist(tmp_path, np.random.default_rng(3))
     env = db.make_env("mnist", data_dir=tmp_path, download=False)
@@ -387,14 +389,14 @@ def test_a_dataset_gives_its_recommended_settings_and_the_papers_one_keyword_awa
     assert neural["lam"] == 1.0  # LinUCB's λ is LinUCB's alone
     assert neural["range_confidence"] == 1.0  # Neural-σ²-LinUCB's alone
     assert db.make_policy("neural-linucb", env=env).get_params()["range_confidence"] == 0.0
-    ucb = db.make_policy("neural-ucb", env=env).get_params()  # as the EE-Net code runs it
-    assert (ucb["lr"], ucb["batch_size"], ucb["train_steps"], ucb["lam"], ucb["alpha"]) == (
-        0.01,
-        1,
-        2000,
-        0.001,
-        0.01,
-    )
+    ucb = db.make_policy("neural-ucb", env=env)  # EE-Net's network, λ, ν and warm-up
+    p = ucb.get_params()
+    assert (p["hidden"], p["lam"], p["alpha"], p["lr"]) == (100, 0.001, 0.01, 0.1)
+    warmup = (2000, 1, 0.01)
+    assert (p["warmup_steps"], p["warmup_batch_size"], p["warmup_lr"]) == warmup
+    assert ucb.train_schedule_.training(999) == Training(*warmup)  # before t₀ = 1,000
+    assert ucb.train_schedule_.training(1000) == Training(300, 64)  # the ridge family's after
+    assert db.make_policy("neural-linucb", env=env).get_params()["warmup_steps"] is None
     assert db.make_policy("linucb", env=env).get_params()["lam"] == 100.0
     assert db.make_policy("linucb", env=env, lam=2.0).get_params()["lam"] == 2.0  # the user's wins
 
@@ -440,13 +442,7 @@ def test_the_ridge_familys_new_defaults_reach_it_but_not_the_paper_datasets(tmp_
     make_mnist(tmp_path, np.random.default_rng(3))
     expected = {
         "recommended": TrainSchedule(
-            train_every=50,
-            train_start=1000,
-            warmup_every=10,
-            train_steps=300,
-            warmup_steps=2000,
-            warmup_batch_size=1,
-            warmup_lr=0.01,
+            train_every=50, train_start=1000, warmup_every=10, train_steps=300
         ),
         "paper": TrainSchedule(
             train_every=10, train_start=10000, warmup_every=50, train_steps=1000
@@ -457,7 +453,11 @@ def test_the_ridge_familys_new_defaults_reach_it_but_not_the_paper_datasets(tmp_
         for name in RIDGE_NETWORKS:
             policy = db.make_policy(name, env=env)
             assert policy.get_params()["weight_decay"] == 0.0, (settings, name)
-            assert policy.train_schedule_ == schedule, (settings, name)
+            expected_schedule = schedule
+            if settings == "recommended" and name == "neural-sigma2-linucb":
+                warmup = dict(warmup_steps=2000, warmup_batch_size=1, warmup_lr=0.01)
+                expected_schedule = replace(schedule, **warmup)
+            assert policy.train_schedule_ == expected_schedule, (settings, name)
         ucb = db.make_policy("neural-ucb", env=env).get_params()
         assert (ucb["train_schedule"], ucb["weight_decay"]) == ("default", 0.0)
     for dataset in ("mnist", "shuttle", "covertype", "cifar10"):
