@@ -294,9 +294,13 @@ def describe(job: Job, env: db.Environment | None = None) -> dict[str, Any]:
 
 
 def differences(found: dict[str, Any], wanted: dict[str, Any], prefix: str = "") -> list[str]:
-    """Keys whose values differ between two nested dicts, as ``"policy alpha 0.02 (now 0.1)"``."""
+    """Keys whose values differ between two nested dicts, as ``"policy alpha 0.02 (now 0.1)"``.
+    A keyword the saved record lacks and that is None now (added since, at a default that keeps
+    the earlier behaviour, as ``warmup_steps``) is no difference, as in the library's sweeps."""
     out = []
     for key in list(dict.fromkeys([*found, *wanted])):
+        if key not in found and wanted.get(key, "<missing>") is None:
+            continue
         a, b = found.get(key, "<missing>"), wanted.get(key, "<missing>")
         if isinstance(a, dict) and isinstance(b, dict):
             out += differences(a, b, f"{prefix}{key} " if key != "params" else prefix)
