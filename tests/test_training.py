@@ -179,3 +179,22 @@ def test_warmup_trainings_take_their_own_steps_batch_size_and_learning_rate(name
     assert learner.optimizer.param_groups[0]["lr"] == 0.05  # the warm-up's rate was undone
     budget = policy.train_schedule_.sample_gradients(50)
     assert budget == 2 * 7 * 1 + 3 * 3 * 8
+
+
+@pytest.mark.parametrize(
+    ("key", "bad", "message"),
+    [
+        ("warmup_steps", -1, "warmup_steps"),
+        ("warmup_batch_size", 0, "warmup_batch_size"),
+        ("warmup_lr", 0.0, r"warmup_lr must be > 0"),
+        ("warmup_lr", float("nan"), "warmup_lr"),
+    ],
+)
+def test_bad_warmup_settings_are_refused_by_name(key, bad, message):
+    from deepbandits.errors import InputValueError
+    from deepbandits.networks.schedule import TrainSchedule
+
+    with pytest.raises(InputValueError, match=message):
+        TrainSchedule(**{key: bad})
+    with pytest.raises(ValueError, match=key):
+        db.make_policy("neural-sigma2-linucb", **{key: bad})

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from deepbandits._validation import check_choice, check_int
+from deepbandits._validation import check_choice, check_int, check_positive
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class TrainSchedule:
             check_int(self.warmup_steps, "warmup_steps", minimum=0)
         if self.warmup_batch_size is not None:
             check_int(self.warmup_batch_size, "warmup_batch_size", minimum=1)
+        if self.warmup_lr is not None:
+            check_positive(self.warmup_lr, "warmup_lr")
 
     def training(self, t: int) -> Training:
         """The training after the ``t``-th round (1-based): the warm-up's before
