@@ -2,8 +2,10 @@
 
 Runs each policy with two named settings, declared as data at the top of this file, on the
 synthetic environments, the paper's datasets and three "own data" tables nobody tuned for, and
-prints a Markdown table of final regret (and, for the classification bandits, accuracy and arms
-never played over the last 1000 rounds) per environment and policy:
+prints a Markdown table of final regret (and, for the classification bandits, accuracy, arms
+never played over the last 1000 rounds and, of those, the arms locked out: the best arm in at
+least 1 % of those rounds, :func:`~deepbandits.metrics.locked_out_arms`) per environment and
+policy:
 
 * ``old`` (:data:`OLD`): the library's settings before the defaults changed, as explicit
   keywords: ``preprocess="l2"`` for every classification environment, the keywords of
@@ -38,8 +40,8 @@ leave every parameter as it was are not detected: use a new ``--out`` then.
 
 Outputs: the table on stdout and in ``OUT/defaults.md``; every run of the call's selection in
 ``OUT/runs.csv`` (env, setting, policy, seed, T, final_regret, cumulative_reward,
-accuracy_last, unplayed_arms_last, n_arms, wall_seconds, policy_spec, env_spec, ...; the two
-classification columns are empty for h1–h3). ``--no-run`` prints the table of the finished runs
+accuracy_last, unplayed_arms_last, locked_out_arms_last, n_arms, wall_seconds, policy_spec,
+env_spec, ...; the classification columns are empty for h1–h3). ``--no-run`` prints the table of the finished runs
 without starting the missing ones.
 
 Cost: T = 5000, 3 seeds, 4 policies, 10 environments and 2 settings are 240 runs. On h1–h3 and
@@ -83,7 +85,7 @@ from deepbandits._io import write_atomic
 from deepbandits.experiments.runner import give_horizon
 from deepbandits.experiments.specs import parse_seeds, parse_spec
 from deepbandits.experiments.tune import with_params
-from deepbandits.metrics import unplayed_arms, window_accuracy
+from deepbandits.metrics import locked_out_arms, unplayed_arms, window_accuracy
 from deepbandits.networks.learner import PLAIN_TRAINING
 
 
@@ -319,11 +321,12 @@ def run_one(job: Job, progress: bool = False) -> dict[str, Any]:
         policy = build_policy(job, env)
     result = db.run(policy, env, job.T, seed=job.seed, threads=1, progress=progress)
     records = result.records
-    accuracy = unplayed = n_arms = None
+    accuracy = unplayed = locked = n_arms = None
     if isinstance(env, db.ClassificationEnv):
         n_arms = env.n_arms
         accuracy = window_accuracy(records["regret"], WINDOW)
         unplayed = unplayed_arms(records["arm"], n_arms, WINDOW)
+        locked = locked_out_arms(records["arm"], records["best_arm"], n_arms, WINDOW)
     record = {
         "env": job.env,
         "setting": job.setting,
@@ -334,6 +337,7 @@ def run_one(job: Job, progress: bool = False) -> dict[str, Any]:
         "cumulative_reward": float(records["reward"].sum()),
         "accuracy_last": accuracy,
         "unplayed_arms_last": unplayed,
+        "locked_out_arms_last": locked,
         "n_arms": n_arms,
         "wall_seconds": result.config["wall_seconds"],
         "policy_spec": job.policy_spec,
@@ -450,6 +454,7 @@ RUN_COLUMNS = [
     "cumulative_reward",
     "accuracy_last",
     "unplayed_arms_last",
+    "locked_out_arms_last",
     "n_arms",
     "wall_seconds",
     "policy_spec",
@@ -463,7 +468,13 @@ RUN_COLUMNS = [
 def runs_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per run (:data:`RUN_COLUMNS`); NaN where a column does not apply."""
     frame = pd.DataFrame([{k: r.get(k) for k in RUN_COLUMNS} for r in records], columns=RUN_COLUMNS)
-    for column in ("final_regret", "accuracy_last", "unplayed_arms_last", "n_arms"):
+    for column in (
+        "final_regret",
+        "accuracy_last",
+        "unplayed_arms_last",
+        "locked_out_arms_last",
+        "n_arms",
+    ):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     return frame
 
@@ -490,6 +501,9 @@ def summarize(runs: pd.DataFrame, envs: Sequence[str], policies: Sequence[str]) 
                 )
                 row[f"{setting}_unplayed_max"] = (
                     s["unplayed_arms_last"].max() if len(s) else math.nan
+                )
+                row[f"{setting}_locked_max"] = (
+                    s["locked_out_arms_last"].max() if len(s) else math.nan
                 )
                 row[f"{setting}_wall_mean"] = s["wall_seconds"].mean() if len(s) else math.nan
             row["new_over_old"] = _ratio(row["new_regret_mean"], row["old_regret_mean"])
@@ -525,6 +539,7 @@ def format_table(summary: pd.DataFrame) -> str:
     head += [
         f"accuracy, last {WINDOW} ({names})",
         f"arms never played, last {WINDOW}: mean (max) ({names})",
+        f"of them locked out, max ({names})",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary.to_dict("records"):
@@ -545,8 +560,9 @@ def format_table(summary: pd.DataFrame) -> str:
                     for s in settings
                 )
             )
+            cells.append(" / ".join(_number(row[f"{s}_locked_max"], ".0f") for s in settings))
         else:
-            cells += ["-", "-"]
+            cells += ["-", "-", "-"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -716,7 +732,10 @@ def benchmark(
         format_table(summary),
         "",
         f"Final regret: mean ± std over seeds; accuracy and arms never played over the last "
-        f"{WINDOW} rounds (classification bandits only; mean over seeds, max in brackets).",
+        f"{WINDOW} rounds (classification bandits only; mean over seeds, max in brackets); of "
+        f"those, locked out: arms that were the best arm in at least 1 % of those rounds "
+        f"(most over seeds). An arm never played but best in fewer rounds (a rare class) costs "
+        f"at most that many rounds.",
     ]
     if missing:
         text.append(f"\n{missing} of {len(all_jobs)} runs are missing from this table.")

@@ -49,9 +49,11 @@ def test_old_and_new_runs_and_resume(
     cls = csv[csv["env"] == "synth2"]
     assert cls["accuracy_last"].between(0, 1).all()
     assert cls["unplayed_arms_last"].isin([0, 1, 2]).all()
+    assert (cls["locked_out_arms_last"] <= cls["unplayed_arms_last"]).all()
     assert (cls["n_arms"] == 2).all()
     h1 = csv[csv["env"] == "h1"]
     assert h1["accuracy_last"].isna().all() and h1["unplayed_arms_last"].isna().all()
+    assert h1["locked_out_arms_last"].isna().all()
     assert (csv["T"] == 60).all() and (csv["final_regret"] >= 0).all()
 
     # the settings reached the environment and the policy

@@ -13,7 +13,8 @@ from deepbandits.encoding import BlockContexts
 from deepbandits.envs import DATASET_PREPROCESS, ClassificationEnv
 from deepbandits.envs import preprocessing as preprocessing_module
 from deepbandits.experiments.compare import build_policy
-from deepbandits.metrics import unplayed_arms, window_accuracy
+from deepbandits.errors import InputValueError
+from deepbandits.metrics import locked_out_arms, unplayed_arms, window_accuracy
 
 
 def labelled(n=40, D=6, seed=0):
@@ -130,7 +131,7 @@ def test_real_dataset_env_gives_recommended_settings_or_the_papers(tmp_path, mon
     assert "feature_dim" not in build_policy("neural-ucb", env).get_params()
 
 
-def test_cli_compare_on_a_dataset(tmp_path, monkeypatch):
+def test_cli_compare_on_a_dataset(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setitem(catalog.CANONICAL, "shuttle", {})  # made-up files, not the real ones
     folder = tmp_path / "data" / "shuttle"
@@ -161,6 +162,11 @@ def test_cli_compare_on_a_dataset(tmp_path, monkeypatch):
     assert config["env"]["params"]["dataset"] == "shuttle"
     assert config["env"]["params"]["horizon"] == 50
     assert (out / "summary.csv").read_text().count("\n") == 3
+    summary = pd.read_csv(out / "summary.csv")
+    # the arms locked out are among the arms never played, and both are counts of arms
+    assert (summary["locked_out_arms_mean"] <= summary["unplayed_arms_mean"]).all()
+    assert summary["locked_out_arms_mean"].between(0, 7).all()
+    assert "of them locked out" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", db.policies.distinct_policy_names())
@@ -422,4 +428,33 @@ def test_the_default_preprocessing_escapes_a_lock_out(policy):
         free = db.run(policy, new, 800, seed=seed).records
         assert unplayed_arms(locked["arm"], 6, 300) >= 4
         assert unplayed_arms(free["arm"], 6, 300) == 0
+        # every class pays in about a sixth of the rounds: each arm never played is locked out
+        best = locked["best_arm"]
+        assert locked_out_arms(locked["arm"], best, 6, 300) == unplayed_arms(locked["arm"], 6, 300)
+        assert locked_out_arms(free["arm"], free["best_arm"], 6, 300) == 0
         assert window_accuracy(free["regret"], 300) >= 0.85
+
+
+def test_best_arm_is_the_label_and_the_rounds_without_regret_play_it():
+    X, y = offset_classes(n=120)
+    env = db.make_env("classification", X=X, y=y, seed=3)
+    records = db.run("linucb", env, 200, seed=3).records
+    env.reset(3)
+    labels = [int(np.argmax(env.next_round().expected_rewards)) for _ in range(200)]
+    np.testing.assert_array_equal(records["best_arm"], labels)
+    assert records["best_arm"].dtype == np.int64
+    np.testing.assert_array_equal(records["regret"] == 0, records["arm"] == records["best_arm"])
+
+
+def test_locked_out_arms_counts_only_arms_that_pay_in_enough_rounds():
+    # arm 2 is best in 60 of 200 rounds, arm 3 in 1 (0.5 %), arm 4 never; only 0 and 1 are played
+    best = np.array([2] * 60 + [3] + [0] * 139)
+    arms = np.array([0, 1] * 100)
+    assert unplayed_arms(arms, 5, 200) == 3
+    assert locked_out_arms(arms, best, 5, 200) == 1
+    assert locked_out_arms(arms, best, 5, 200, min_share=0.0) == 2  # arm 4 never pays
+    assert locked_out_arms(arms, best, 5, 200, min_share=0.5) == 0
+    # only the window counts: arms 2 and 3 paid in the first 61 rounds, not in the last 100
+    assert locked_out_arms(arms, best, 5, 100) == 0
+    with pytest.raises(InputValueError, match="same length; got 3 and 2"):
+        locked_out_arms([0, 1, 0], [1, 1], 2)

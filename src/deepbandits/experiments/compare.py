@@ -48,7 +48,7 @@ from deepbandits.experiments.runner import (
     load_finished,
 )
 from deepbandits.experiments.sweep import SweepFailedError, run_sweep
-from deepbandits.metrics import unplayed_arms, window_accuracy
+from deepbandits.metrics import locked_out_arms, unplayed_arms, window_accuracy
 from deepbandits.plotting import regret_curves, save_figure
 
 
@@ -214,10 +214,17 @@ def summarize(results: dict[str, list[RunResult]]) -> pd.DataFrame:
         if env.get("class") == "ClassificationEnv" and n_arms is not None:
             acc = [window_accuracy(r.records["regret"], SUMMARY_WINDOW) for r in runs]
             dead = [unplayed_arms(r.records["arm"], n_arms, SUMMARY_WINDOW) for r in runs]
+            locked = [
+                locked_out_arms(r.records["arm"], r.records["best_arm"], n_arms, SUMMARY_WINDOW)
+                if "best_arm" in r.records
+                else np.nan
+                for r in runs
+            ]
             row.update(
                 accuracy_last=float(np.mean(acc)),
                 unplayed_arms_mean=float(np.mean(dead)),
                 unplayed_arms_max=int(np.max(dead)),
+                locked_out_arms_mean=float(np.mean(locked)),
             )
         rows.append(row)
     return pd.DataFrame(rows)
@@ -229,8 +236,11 @@ def format_table(summary: pd.DataFrame) -> str:
     head = "| policy | seeds | T | final regret (mean ± std) | wall time per run (s) |"
     rule = "|---|---|---|---|---|"
     if cls:
-        head += f" accuracy, last {SUMMARY_WINDOW} | arms never played, last {SUMMARY_WINDOW} |"
-        rule += "---|---|"
+        head += (
+            f" accuracy, last {SUMMARY_WINDOW} | arms never played, last {SUMMARY_WINDOW} |"
+            " of them locked out (best in ≥ 1 % of those rounds) |"
+        )
+        rule += "---|---|---|"
     lines = [head, rule]
     for row in summary.itertuples():
         line = (
@@ -238,7 +248,11 @@ def format_table(summary: pd.DataFrame) -> str:
             f"{row.final_regret_std:.1f} | {row.wall_seconds_mean:.1f} |"
         )
         if cls:
-            line += f" {row.accuracy_last:.3f} | {row.unplayed_arms_mean:.1f} |"
+            locked = getattr(row, "locked_out_arms_mean", np.nan)  # runs saved before it
+            line += (
+                f" {row.accuracy_last:.3f} | {row.unplayed_arms_mean:.1f} |"
+                f" {'–' if np.isnan(locked) else f'{locked:.1f}'} |"
+            )
         lines.append(line)
     return "\n".join(lines)
 

@@ -57,6 +57,7 @@ __all__ = [
 COLUMNS: dict[str, str] = {
     "t": "round, 1-based",
     "arm": "index of the arm played",
+    "best_arm": "index of an arm with the largest expected reward max_a h(x_t,a) (the lowest)",
     "reward": "observed reward r_t",
     "expected_reward": "h(x_t,a_t), the expected reward of the arm played",
     "regret": "pseudo-regret max_a h(x_t,a) - h(x_t,a_t) of the round",
@@ -232,6 +233,7 @@ def run(
     pass_range = policy.get_params().get("reward_range") is None
     out = {name: np.empty(T) for name in COLUMNS}
     out["arm"] = np.empty(T, dtype=np.int64)
+    out["best_arm"] = np.empty(T, dtype=np.int64)
     started = datetime.now(UTC).isoformat()
     wall = time.perf_counter()
     cum = 0.0
@@ -259,6 +261,7 @@ def run(
             train = info.train_seconds
             out["t"][i] = i + 1
             out["arm"][i] = arm
+            out["best_arm"][i] = int(np.argmax(expected))
             out["reward"][i] = reward
             out["expected_reward"][i] = expected[arm]
             out["regret"][i] = regret

@@ -12,6 +12,7 @@ from deepbandits.metrics.calibration import (
 from deepbandits.metrics.comparison import PairedDifference, mean_std, paired_difference
 from deepbandits.metrics.diagnostics import (
     holdout_calibration,
+    locked_out_arms,
     mean_estimation_error,
     reliability_curve,
     run_metrics,
@@ -26,6 +27,7 @@ __all__ = [
     "calibration_error",
     "gaussian_pit",
     "holdout_calibration",
+    "locked_out_arms",
     "mean_estimation_error",
     "mean_std",
     "observed_frequencies",

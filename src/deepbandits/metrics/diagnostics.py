@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from deepbandits.errors import InputValueError
 from deepbandits.metrics.calibration import (
     calibration_error,
     gaussian_pit,
@@ -53,6 +54,31 @@ def unplayed_arms(arms: ArrayLike, n_arms: int, window: int = 1000) -> int:
     classification bandit, the classes the policy has locked out."""
     played = np.unique(np.asarray(arms, dtype=np.int64)[-window:])
     return int(n_arms - np.count_nonzero((played >= 0) & (played < n_arms)))
+
+
+def locked_out_arms(
+    arms: ArrayLike,
+    best_arms: ArrayLike,
+    n_arms: int,
+    window: int = 1000,
+    min_share: float = 0.01,
+) -> int:
+    """How many arms were the best arm in at least ``min_share`` of the last ``window`` rounds
+    and were never played in them: the arms a policy has locked out while they still pay.
+
+    :func:`unplayed_arms` also counts an arm that was never worth playing: on shuttle two of the
+    seven classes occur about once in 10,000 samples, and a policy that never plays them loses
+    nothing by it. ``best_arms`` is the record's ``best_arm`` column (argmaxₐ h(xₜ, a)).
+    """
+    played = np.asarray(arms, dtype=np.int64)[-window:]
+    best = np.asarray(best_arms, dtype=np.int64)[-window:]
+    if played.shape != best.shape:
+        raise InputValueError(
+            f"arms and best_arms must have the same length; got {len(played)} and {len(best)}"
+        )
+    n_best = np.bincount(best[(best >= 0) & (best < n_arms)], minlength=n_arms)
+    n_played = np.bincount(played[(played >= 0) & (played < n_arms)], minlength=n_arms)
+    return int(np.count_nonzero((n_best >= min_share * len(best)) & (n_best > 0) & (n_played == 0)))
 
 
 def _forecasts(frame: pd.DataFrame) -> pd.DataFrame:
