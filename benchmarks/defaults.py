@@ -41,8 +41,8 @@ leave every parameter as it was are not detected: use a new ``--out`` then.
 Outputs: the table on stdout and in ``OUT/defaults.md``; every run of the call's selection in
 ``OUT/runs.csv`` (env, setting, policy, seed, T, final_regret, cumulative_reward,
 accuracy_last, unplayed_arms_last, locked_out_arms_last, n_arms, wall_seconds, policy_spec,
-env_spec, ...; the classification columns are empty for h1–h3). ``--no-run`` prints the table of the finished runs
-without starting the missing ones.
+env_spec, ...; the classification columns are empty for h1–h3). ``--no-run`` prints the table
+of the finished runs without starting the missing ones.
 
 Cost: T = 5000, 3 seeds, 4 policies, 10 environments and 2 settings are 240 runs. On h1–h3 and
 the small tables a neural run takes seconds to a minute; on MNIST and CIFAR-10 each neural run

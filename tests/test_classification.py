@@ -12,8 +12,8 @@ from deepbandits.datasets import catalog
 from deepbandits.encoding import BlockContexts
 from deepbandits.envs import DATASET_PREPROCESS, ClassificationEnv
 from deepbandits.envs import preprocessing as preprocessing_module
-from deepbandits.experiments.compare import build_policy
 from deepbandits.errors import InputValueError
+from deepbandits.experiments.compare import build_policy
 from deepbandits.metrics import locked_out_arms, unplayed_arms, window_accuracy
 
 
