@@ -116,3 +116,29 @@ def test_tuned_rows(bench: ModuleType, tmp_path: Path) -> None:
     assert summary.loc[summary["env"] == "h1", "tuned_seeds"].item() == 1
     table = (tmp_path / "out" / "defaults.md").read_text()
     assert "tuned/new" in table and "linucb:alpha=0.5" in table
+
+
+def test_own_data_tuning_appends_a_row_per_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """benchmarks/own_data_tuning.py: one row per table and seed, the run's own numbers."""
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # it imports defaults.py beside it
+    path = SCRIPT.parent / "own_data_tuning.py"
+    spec = importlib.util.spec_from_file_location("bench_own_data_tuning", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "OUT", tmp_path / "own.csv")
+    assert module.main(["linucb", "--envs", "synth2", "--seeds", "0,1", "--T", "80"]) == 0
+    table = pd.read_csv(tmp_path / "own.csv")
+    assert list(table["seed"]) == [0, 1] and set(table["env"]) == {"synth2"}
+    import deepbandits as db
+
+    env = module.build_env("synth2", 1, 80, {})
+    again = db.run("linucb", env, 80, seed=1).records
+    assert table["regret"].iloc[1] == again["cum_regret"].iloc[-1]
+    assert (table["locked_out_arms_last"] <= table["unplayed_arms_last"]).all()
+    assert "synth2 linucb:" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        module.main(["linucb", "--envs", "mnist"])
+    assert "no own table mnist" in capsys.readouterr().err
