@@ -18,7 +18,7 @@ import deepbandits as db
 
 out = tempfile.mkdtemp(prefix="deepbandits-compare-")
 policies = ["linucb", "neural-linucb", "neural-sigma2-linucb"]
-summary = db.compare(policies, "h1", seeds=[0, 1], T=3000, out=out, jobs=1, progress=False)
+summary = db.compare(policies, "h1", seeds=[0, 1], T=1000, out=out, jobs=1, progress=False)
 print(summary.round(2).to_string(index=False))
 
 # %%
@@ -46,5 +46,5 @@ plt.show()
 #
 # ```bash
 # deepbandits compare --env h1 --policy linucb neural-linucb neural-sigma2-linucb \
-#     --T 3000 --seeds 0-1 --jobs 2 --out results/h1
+#     --T 1000 --seeds 0-1 --jobs 2 --out results/h1
 # ```

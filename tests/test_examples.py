@@ -1,6 +1,6 @@
 """Every script in ``examples/`` runs to the end as a user would run it (``python
 examples/NAME.py``, a fresh process, the working directory elsewhere, no display) and prints
-something. Slow (about 10 s each on 2 cores): deselected from ``make test``, run by ``.ci/run``
+something. Slow (10 to 75 s each on 2 cores): deselected from ``make test``, run by ``.ci/run``
 (``pytest -m slow``) and by ``make docs``, whose gallery runs them too."""
 
 from __future__ import annotations
