@@ -456,5 +456,5 @@ def test_locked_out_arms_counts_only_arms_that_pay_in_enough_rounds():
     assert locked_out_arms(arms, best, 5, 200, min_share=0.5) == 0
     # only the window counts: arms 2 and 3 paid in the first 61 rounds, not in the last 100
     assert locked_out_arms(arms, best, 5, 100) == 0
-    with pytest.raises(InputValueError, match="same length; got 3 and 2"):
+    with pytest.raises(InputValueError, match="same length, but lengths 3 and 2"):
         locked_out_arms([0, 1, 0], [1, 1], 2)

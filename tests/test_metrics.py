@@ -3,14 +3,19 @@
 import numpy as np
 import pytest
 
+from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.metrics import (
     DEFAULT_LEVELS,
     calibration_error,
     gaussian_pit,
+    locked_out_arms,
+    mean_std,
     observed_frequencies,
     paired_difference,
     reliability_table,
     sharpness,
+    unplayed_arms,
+    window_accuracy,
 )
 
 
@@ -66,6 +71,45 @@ def test_bad_inputs_are_named():
         gaussian_pit([1.0], [1.0], [-1.0])
     with pytest.raises(ValueError, match="increasing"):
         calibration_error([0.5], [0.5, 0.2])
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: gaussian_pit(["1"], [1.0], [1.0]), InputTypeError, "rewards must be an array"),
+        (lambda: gaussian_pit([1.0], [1.0], [np.nan]), InputValueError, "std .* holds nan"),
+        (lambda: calibration_error([0.5], "0.5"), InputTypeError, "levels"),
+        (lambda: calibration_error([0.5], [[0.5]]), InputValueError, "levels .* shape"),
+        (lambda: observed_frequencies([]), InputValueError, "pit .* empty"),
+        (lambda: sharpness([]), InputValueError, "variances .* an empty array"),
+        (lambda: sharpness([1.0, np.inf]), InputValueError, "variances .* inf is given"),
+        (lambda: paired_difference([1.0, np.nan], [1.0, 2.0]), InputValueError, "finite"),
+        (lambda: paired_difference([1.0], [2.0], "0.9"), InputTypeError, "confidence"),
+        (lambda: paired_difference([1.0], [2.0], 1.0), InputValueError, r"confidence .* \(0, 1\)"),
+        (lambda: mean_std([]), InputValueError, "values .* empty"),
+        (lambda: window_accuracy([0.0, 1.0], 0), InputValueError, "window must be >= 1"),
+        (lambda: unplayed_arms([0, 1], 0), InputValueError, "n_arms must be >= 1"),
+        (lambda: unplayed_arms([0, 1.5], 3), InputValueError, "arms .* whole-number .* 1.5"),
+        (lambda: unplayed_arms([[0, 1]], 3), InputValueError, "arms must be 1-d"),
+        (lambda: locked_out_arms([0], [0], 2, min_share=1.5), InputValueError, "min_share"),
+        (lambda: locked_out_arms([0], [0], 2, min_share="x"), InputTypeError, "min_share"),
+        (lambda: locked_out_arms([0], ["a"], 2), InputTypeError, "best_arms"),
+    ],
+)
+def test_every_metric_refuses_bad_input_by_name(call, error, match):
+    """Errors are the library's own (still ValueError/TypeError), naming the argument and what
+    was given; numpy's conversions never decide (``"1"`` is not read as 1.0)."""
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_window_counts_whole_windows_and_float_arm_columns():
+    # window=0 once meant the whole run (x[-0:]); it is refused above, and a window larger than
+    # the run is the whole run
+    assert window_accuracy([1.0, 0.0, 0.0, 0.0], 2) == 1.0
+    assert window_accuracy([1.0, 0.0, 0.0, 0.0], 10) == 0.75
+    # a column of arms read as floats (pandas with gaps) counts as the integers it holds
+    assert unplayed_arms(np.array([0.0, 2.0, 2.0]), 4) == 2
 
 
 def test_paired_difference_interval():

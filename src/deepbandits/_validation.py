@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from deepbandits.errors import InputTypeError, InputValueError
 
@@ -26,6 +27,36 @@ from deepbandits.errors import InputTypeError, InputValueError
 #: finite in float32 (the networks; 3.4e38), and products of a few of them stay finite in the
 #: float64 ridge statistics, so one value can never turn a policy's state into inf or NaN.
 MAX_ABS_INPUT = 1e18
+
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+def as_real_array(values: Any, name: str) -> NDArray[np.float64]:
+    """``values`` as a float64 array, refusing what is not real numbers.
+
+    Booleans, integers and floats are converted; strings, bytes, complex numbers and objects
+    that are not real numbers raise :class:`~deepbandits.errors.InputTypeError` (numpy would turn
+    ``"1.5"`` into 1.5, or drop an imaginary part, without a word).
+    """
+    if type(values) is np.ndarray and values.dtype is _FLOAT64:  # already what is wanted
+        return values
+    try:
+        raw = np.asarray(values)
+    except (TypeError, ValueError, RuntimeError) as exc:  # ragged lists, CUDA tensors, ...
+        raise InputTypeError(
+            f"{name} must be an array of real numbers, but {type(values).__name__} is given ({exc})"
+        ) from exc
+    if raw.dtype.kind == "O" and all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) for v in raw.flat
+    ):
+        raw = raw.astype(np.float64)
+    if raw.dtype.kind not in "biuf":
+        raise InputTypeError(
+            f"{name} must be an array of real numbers, but an array of {raw.dtype} "
+            f"({type(values).__name__}) is given"
+        )
+    return raw.astype(np.float64, copy=False)
 
 
 def check_arm(arm: Any, n_arms: int) -> int:

@@ -11,14 +11,13 @@ only that block. Everywhere else it behaves as the dense matrix it stands for
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from deepbandits._validation import MAX_ABS_INPUT, check_int
-from deepbandits.errors import InputTypeError, InputValueError
+from deepbandits._validation import MAX_ABS_INPUT, as_real_array, check_int
+from deepbandits.errors import InputValueError
 
 
 class BlockContexts:
@@ -114,36 +113,6 @@ class BlockContexts:
 
 Contexts = NDArray[np.float64] | BlockContexts
 """What a policy receives each round: a dense ``[K, d]`` array or its block encoding."""
-
-
-_FLOAT64 = np.dtype(np.float64)
-
-
-def as_real_array(values: Any, name: str) -> NDArray[np.float64]:
-    """``values`` as a float64 array, refusing what is not real numbers.
-
-    Booleans, integers and floats are converted; strings, bytes, complex numbers and objects
-    that are not real numbers raise :class:`~deepbandits.errors.InputTypeError` (numpy would turn
-    ``"1.5"`` into 1.5, or drop an imaginary part, without a word).
-    """
-    if type(values) is np.ndarray and values.dtype is _FLOAT64:  # already what is wanted
-        return values
-    try:
-        raw = np.asarray(values)
-    except (TypeError, ValueError, RuntimeError) as exc:  # ragged lists, CUDA tensors, ...
-        raise InputTypeError(
-            f"{name} must be an array of real numbers, but {type(values).__name__} is given ({exc})"
-        ) from exc
-    if raw.dtype.kind == "O" and all(
-        isinstance(v, numbers.Real) and not isinstance(v, bool) for v in raw.flat
-    ):
-        raw = raw.astype(np.float64)
-    if raw.dtype.kind not in "biuf":
-        raise InputTypeError(
-            f"{name} must be an array of real numbers, but an array of {raw.dtype} "
-            f"({type(values).__name__}) is given"
-        )
-    return raw.astype(np.float64, copy=False)
 
 
 def check_contexts(contexts: Any, n_features: int | None = None) -> Contexts:

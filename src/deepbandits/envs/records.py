@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from deepbandits._validation import as_real_array
 from deepbandits.datasets.columns import FeatureColumns
-from deepbandits.encoding import as_real_array
 from deepbandits.envs.preprocessing import check_finite_features
 from deepbandits.errors import InputTypeError, InputValueError
 

@@ -8,6 +8,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import t as student_t
 
+from deepbandits._validation import as_real_array, check_real
+from deepbandits.errors import InputValueError
+
 
 @dataclass(frozen=True)
 class PairedDifference:
@@ -34,13 +37,18 @@ def paired_difference(a: ArrayLike, b: ArrayLike, confidence: float = 0.95) -> P
     The interval is mean ± t_{n−1} · s/√n (Student's t on the per-seed differences); with one
     seed it is unbounded.
     """
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    x, y = as_real_array(a, "a"), as_real_array(b, "b")
     if x.shape != y.shape or x.ndim != 1 or x.size == 0:
-        raise ValueError(
-            f"a and b must be 1-d of one length (one value per seed), got {x.shape}, {y.shape}"
+        raise InputValueError(
+            f"a and b must be 1-d of one length (one value per seed), but shapes {x.shape} and "
+            f"{y.shape} are given"
         )
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise InputValueError(
+            "a and b must be finite (one result per seed), but a NaN or inf is given"
+        )
+    if not 0 < check_real(confidence, "confidence") < 1:
+        raise InputValueError(f"confidence must be in (0, 1), but {confidence!r} is given")
     d = x - y
     n = d.size
     mean = float(d.mean())
@@ -53,7 +61,7 @@ def paired_difference(a: ArrayLike, b: ArrayLike, confidence: float = 0.95) -> P
 
 def mean_std(values: ArrayLike) -> tuple[float, float]:
     """Mean and sample standard deviation (ddof = 1; 0 for a single value) over seeds."""
-    x = np.asarray(values, dtype=np.float64).ravel()
+    x = as_real_array(values, "values").ravel()
     if x.size == 0:
-        raise ValueError("no values to summarise")
+        raise InputValueError("values must hold at least one result to summarise, but it is empty")
     return float(x.mean()), float(x.std(ddof=1)) if x.size > 1 else 0.0

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from deepbandits._validation import as_real_array, check_int, check_real
 from deepbandits.errors import InputValueError
 from deepbandits.metrics.calibration import (
     calibration_error,
@@ -45,14 +46,29 @@ def variance_estimation_error(width: ArrayLike, variance: ArrayLike) -> NDArray[
 def window_accuracy(regret: ArrayLike, window: int = 1000) -> float:
     """Fraction of the last ``window`` rounds (all rounds if fewer) played with zero regret: on a
     classification bandit, the accuracy of the arms chosen."""
-    r = np.asarray(regret, dtype=np.float64)[-window:]
+    r = as_real_array(regret, "regret")[-check_int(window, "window", minimum=1) :]
     return float(np.mean(r == 0.0)) if len(r) else float("nan")
+
+
+def _arm_indices(values: ArrayLike, name: str) -> NDArray[np.int64]:
+    """A 1-d sequence of whole-number arm indices as int64 (a float column of whole numbers,
+    as pandas reads one with gaps, is accepted; 2.5 is not)."""
+    x = as_real_array(values, name)
+    if x.ndim != 1:
+        raise InputValueError(
+            f"{name} must be 1-d (one arm per round), but shape {x.shape} is given"
+        )
+    if not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
+        bad = x[~np.isfinite(x) | (x != np.round(x))][0]
+        raise InputValueError(f"{name} must hold whole-number arm indices, but it holds {bad}")
+    return x.astype(np.int64)
 
 
 def unplayed_arms(arms: ArrayLike, n_arms: int, window: int = 1000) -> int:
     """How many of the arms 0..n_arms−1 were never played in the last ``window`` rounds: on a
     classification bandit, the classes the policy has locked out."""
-    played = np.unique(np.asarray(arms, dtype=np.int64)[-window:])
+    n_arms = check_int(n_arms, "n_arms", minimum=1)
+    played = np.unique(_arm_indices(arms, "arms")[-check_int(window, "window", minimum=1) :])
     return int(n_arms - np.count_nonzero((played >= 0) & (played < n_arms)))
 
 
@@ -70,12 +86,17 @@ def locked_out_arms(
     seven classes occur about once in 10,000 samples, and a policy that never plays them loses
     nothing by it. ``best_arms`` is the record's ``best_arm`` column (argmaxₐ h(xₜ, a)).
     """
-    played = np.asarray(arms, dtype=np.int64)[-window:]
-    best = np.asarray(best_arms, dtype=np.int64)[-window:]
-    if played.shape != best.shape:
+    n_arms = check_int(n_arms, "n_arms", minimum=1)
+    window = check_int(window, "window", minimum=1)
+    if not 0 <= check_real(min_share, "min_share") <= 1:
+        raise InputValueError(f"min_share must be in [0, 1], but {min_share!r} is given")
+    all_played, all_best = _arm_indices(arms, "arms"), _arm_indices(best_arms, "best_arms")
+    if all_played.shape != all_best.shape:
         raise InputValueError(
-            f"arms and best_arms must have the same length; got {len(played)} and {len(best)}"
+            f"arms and best_arms must have the same length, but lengths {len(all_played)} and "
+            f"{len(all_best)} are given"
         )
+    played, best = all_played[-window:], all_best[-window:]
     n_best = np.bincount(best[(best >= 0) & (best < n_arms)], minlength=n_arms)
     n_played = np.bincount(played[(played >= 0) & (played < n_arms)], minlength=n_arms)
     return int(np.count_nonzero((n_best >= min_share * len(best)) & (n_best > 0) & (n_played == 0)))

@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from deepbandits._validation import check_int, check_positive, check_seed
-from deepbandits.encoding import as_real_array
+from deepbandits._validation import as_real_array, check_int, check_positive, check_seed
 from deepbandits.errors import InputValueError
 from deepbandits.ope.bootstrap import bootstrap_intervals
 from deepbandits.ope.estimators import (

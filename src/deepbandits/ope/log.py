@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from deepbandits._validation import check_int, check_seed
-from deepbandits.encoding import as_real_array
+from deepbandits._validation import as_real_array, check_int, check_seed
 from deepbandits.errors import InputTypeError, InputValueError
 
 Array = NDArray[np.float64]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deepbandits.encoding import as_real_array
+from deepbandits._validation import as_real_array
 from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.ope.log import LoggedBandit
 from deepbandits.policies.policy import Policy
