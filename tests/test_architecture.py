@@ -142,3 +142,24 @@ def test_a_discounted_head_keeps_its_prior_and_shrinks_the_data():
     np.testing.assert_allclose(head.ridge_.A[0], 2.0 * np.eye(2) + 0.5 * np.outer(x, x))
     np.testing.assert_allclose(head.ridge_.b[0], 0.5 * 3.0 * x)
     np.testing.assert_allclose(head.ridge_.A_inv[0], np.linalg.inv(head.ridge_.A[0]))
+
+
+def test_importing_the_library_leaves_the_heavy_optional_imports_for_later():
+    """``import deepbandits`` (every CLI call, every worker process) does not load matplotlib,
+    scikit-learn or scipy.stats (together about 3 s on 2 cores): they load when a figure is
+    drawn, a reward model fitted; and drawing a figure then works."""
+    import subprocess
+    import sys
+
+    heavy = ["matplotlib", "sklearn", "scipy.stats"]
+    code = (
+        "import sys, deepbandits\n"
+        f"print([m for m in {heavy!r} if m in sys.modules])\n"
+        "from deepbandits.plotting import regret_curves\n"
+        "fig = regret_curves({'a': ([1, 2], [[0.0, 1.0]])})\n"
+        "print(type(fig).__module__, 'matplotlib' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.splitlines() == ["[]", "matplotlib.figure True"]

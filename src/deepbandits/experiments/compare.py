@@ -49,7 +49,6 @@ from deepbandits.experiments.runner import (
 )
 from deepbandits.experiments.sweep import SweepFailedError, run_sweep
 from deepbandits.metrics import locked_out_arms, unplayed_arms, window_accuracy
-from deepbandits.plotting import regret_curves, save_figure
 
 
 def label_of(spec: str) -> str:
@@ -260,6 +259,8 @@ def format_table(summary: pd.DataFrame) -> str:
 def plot_regret(results: dict[str, list[RunResult]], path: Path, title: str = "") -> Path:
     """Cumulative regret against rounds, mean ± one std band over seeds, one line per policy
     (``path`` and the same name with ``.svg``)."""
+    from deepbandits.plotting import regret_curves, save_figure  # matplotlib: only to draw
+
     curves = {
         spec: (runs[0].records["t"], [r.records["cum_regret"] for r in runs])
         for spec, runs in results.items()

@@ -36,7 +36,6 @@ from deepbandits.encoding import BlockContexts, block_encode
 from deepbandits.errors import InputValueError
 from deepbandits.experiments.runner import pinned_threads
 from deepbandits.experiments.specs import parse_spec
-from deepbandits.plotting import latency_bars, save_figure
 from deepbandits.policies import make_policy
 
 #: Columns of ``latency.csv``.
@@ -215,6 +214,8 @@ def run_latency(
     )
     write_atomic(out / "latency.md", text)
     stats = table.groupby(["policy", "steps"], sort=False)[["select_s", "update_s"]]
+    from deepbandits.plotting import latency_bars, save_figure  # matplotlib: only to draw
+
     for n in table["steps"].unique():
         part = stats.agg(["mean", "std"]).xs(n, level="steps").fillna(0.0)
         bars = pd.DataFrame(

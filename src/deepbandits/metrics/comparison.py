@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import t as student_t
+from scipy.special import stdtrit
 
 from deepbandits._validation import as_real_array, check_real
 from deepbandits.errors import InputValueError
@@ -55,7 +55,7 @@ def paired_difference(a: ArrayLike, b: ArrayLike, confidence: float = 0.95) -> P
     if n == 1:
         return PairedDifference(mean, np.inf, -np.inf, np.inf, 1, confidence)
     se = float(d.std(ddof=1) / np.sqrt(n))
-    half = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * se
+    half = float(stdtrit(n - 1, 0.5 + confidence / 2)) * se
     return PairedDifference(mean, se, mean - half, mean + half, n, confidence)
 
 

@@ -3,11 +3,15 @@ truth or the logging policy's value as reference lines."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from deepbandits.plotting.style import PALETTE, new_figure, styled
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @styled

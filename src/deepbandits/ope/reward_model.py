@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.base import clone, is_classifier
 
 from deepbandits._validation import check_int, check_seed
 from deepbandits.errors import InputTypeError, InputValueError
@@ -100,6 +99,8 @@ def design_rows(log: LoggedBandit, rows: NDArray[np.int64], arms: NDArray[np.int
 
 
 def _predict(estimator: Any, X: Array) -> Array:
+    from sklearn.base import is_classifier  # scikit-learn: imported when a model is fitted
+
     if is_classifier(estimator):
         proba = estimator.predict_proba(X)
         classes = list(estimator.classes_)
@@ -108,6 +109,8 @@ def _predict(estimator: Any, X: Array) -> Array:
 
 
 def _fit(estimator: Any, X: Array, y: Array, binary: bool) -> Any:
+    from sklearn.base import is_classifier
+
     if is_classifier(estimator):
         if not binary:
             raise InputValueError(
@@ -149,6 +152,8 @@ def cross_fitted_rewards(
     n, K = len(log), log.n_actions
     if n_folds > n:
         raise InputValueError(f"n_folds={n_folds} is more than the {n} logged rounds")
+    from sklearn.base import clone
+
     binary = binary_rewards(log.rewards)
     base = make_regressor(model, binary, seed)
     folds = np.random.default_rng(seed).permutation(n) % n_folds

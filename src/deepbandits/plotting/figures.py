@@ -8,11 +8,10 @@ and SVG."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits.plotting.style import (
@@ -23,6 +22,9 @@ from deepbandits.plotting.style import (
     styled,
     title_above,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 RELIABILITY_X = "expected frequency (confidence level p)"
 RELIABILITY_Y = "observed frequency of F(r) ≤ p"

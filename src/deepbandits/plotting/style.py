@@ -9,13 +9,13 @@ import io
 import itertools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
-
-import matplotlib
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from deepbandits._io import write_atomic
+
+if TYPE_CHECKING:  # matplotlib (0.6 s to import) loads when a figure is made, not with the library
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 #: Okabe–Ito colours, black first.
 PALETTE = ("#000000", "#E69F00", "#0072B2", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442")
@@ -94,6 +94,8 @@ def styled(fn: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        import matplotlib
+
         with matplotlib.rc_context(RC):
             return fn(*args, **kwargs)
 
@@ -105,6 +107,8 @@ def new_figure(
 ) -> tuple[Figure, list[Axes]]:
     """A row of ``ncols`` axes on a :class:`~matplotlib.figure.Figure` made without pyplot (no
     global state, no GUI backend: works headless and leaves a notebook's backend alone)."""
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width + (ncols - 1) * 0.75 * width, height))
     axes = fig.subplots(1, ncols, squeeze=False, gridspec_kw={"wspace": 0.3})
     return fig, list(axes[0])

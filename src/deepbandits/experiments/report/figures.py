@@ -7,10 +7,10 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._io import write_atomic
@@ -34,6 +34,9 @@ from deepbandits.plotting import (
     save_figure,
     variance_traces,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Each comparison's report folder lists its figures in this file: a JSON list of
 #: ``{"key", "png", "svg", "caption"}`` (file names relative to the folder).
