@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import deepbandits as db
+from deepbandits.errors import CheckpointError
 from deepbandits.networks.mlp import MLP
 from deepbandits.networks.training import (
     History,
@@ -71,7 +72,10 @@ def test_explicit_backward_step_equals_autograd_step(loss, optimizer):
     r = torch.as_tensor(hist.view()[1], dtype=torch.float32)[idx]
     th = torch.as_tensor(theta[0], dtype=torch.float32)
     Ai = torch.as_tensor(A_inv[0], dtype=torch.float32)
-    ref_opt = make_optimizer(optimizer, ref.parameters(), 1e-2, 0.1)
+    # the reference is torch's own optimizer (make_optimizer's "sgd" is PlainSGD, stepped in place)
+    ref_opt = (torch.optim.SGD if optimizer == "sgd" else torch.optim.Adam)(
+        ref.parameters(), lr=1e-2, weight_decay=0.1
+    )
     phi = ref(X)
     mean = phi @ th
     if loss == "mse":
@@ -198,3 +202,32 @@ def test_bad_warmup_settings_are_refused_by_name(key, bad, message):
         TrainSchedule(**{key: bad})
     with pytest.raises(ValueError, match=key):
         db.make_policy("neural-sigma2-linucb", **{key: bad})
+
+
+def test_plain_sgd_steps_as_torch_sgd_and_loads_its_state_dict():
+    """PlainSGD's step is torch.optim.SGD's (no momentum) up to rounding, its state dict has
+    SGD's format, an SGD state dict (as checkpoints of the previous release hold) loads into it,
+    and one of another optimizer or network is refused, naming what it is not."""
+    torch.manual_seed(0)
+    net, ref = MLP(4, hidden=5, feature_dim=3), MLP(4, hidden=5, feature_dim=3)
+    ref.load_state_dict(net.state_dict())
+    opt = make_optimizer("sgd", net.parameters(), 0.1, 0.01)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, weight_decay=0.01)
+    x = torch.randn(7, 4)
+    for model in (net, ref):
+        model(x).square().sum().backward()
+    opt.step()
+    ref_opt.step()
+    for p, q in zip(net.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
+    saved = ref_opt.state_dict()
+    assert opt.state_dict()["param_groups"][0].keys() == saved["param_groups"][0].keys()
+    fresh = make_optimizer("sgd", net.parameters(), 0.5, 0.0)
+    fresh.load_state_dict(saved)
+    assert (fresh.param_groups[0]["lr"], fresh.param_groups[0]["weight_decay"]) == (0.1, 0.01)
+    with pytest.raises(CheckpointError, match="not plain SGD over this network's 4 parameters"):
+        fresh.load_state_dict(torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9).state_dict())
+    with pytest.raises(CheckpointError, match="not plain SGD"):
+        fresh.load_state_dict(
+            make_optimizer("sgd", list(ref.parameters())[:2], 0.1, 0).state_dict()
+        )
