@@ -13,7 +13,7 @@ from deepbandits.networks.gradients import (
     output_gradients,
     summed_gradients,
 )
-from deepbandits.networks.mlp import MLP, BlockInput, BlockOuterSum, as_input
+from deepbandits.networks.mlp import MLP, BlockInput, BlockOuterSum, as_input, first_layer
 from deepbandits.networks.training import History, make_optimizer, train_feature_map
 
 K, D = 4, 30
@@ -195,3 +195,19 @@ def test_factored_block_gradient_equals_the_dense_gradient():
     target = torch.ones(7, K * D)
     factored.add_to_(target, alpha=-0.5)
     torch.testing.assert_close(target, 1 - 0.5 * dense)
+
+
+@pytest.mark.parametrize("slots", [[3], [3, 3], [3, 3, 3, 3, 3], [0, 3], [3, 0, 3], [2, 2, 3]])
+def test_block_rows_give_the_dense_product_in_one_block_or_several(slots):
+    """The first layer on block rows equals the dense product whether the rows share one block
+    (a single-sample step: one product, a slice) or not (a product per block)."""
+    torch.manual_seed(0)
+    n_blocks, D = 4, 6
+    blocks = torch.randn(len(slots), D)
+    x = BlockInput(blocks, np.array(slots, dtype=np.int64), n_blocks)
+    layer = torch.nn.Linear(n_blocks * D, 5)
+    torch.testing.assert_close(first_layer(layer, x), layer(x.dense()), rtol=1e-6, atol=1e-6)
+    one_block = len(set(slots)) == 1
+    assert (list(x.groups) == [slots[0]]) is one_block
+    if one_block:
+        assert x.groups[slots[0]] == slice(0, len(slots))

@@ -52,6 +52,13 @@ class BlockInput:
     def groups(self) -> dict[int, slice | torch.Tensor]:
         """``{block: rows}`` for each block that some row occupies: a slice when the rows are
         sorted by block (no gather or scatter needed), else an index tensor."""
+        n = len(self.slots)
+        if (
+            n
+            and self.slots[0] == self.slots[-1]
+            and (n <= 2 or np.all(self.slots == self.slots[0]))
+        ):
+            return {int(self.slots[0]): slice(0, n)}  # one block (e.g. a single-sample step)
         if np.all(self.slots[1:] >= self.slots[:-1]):
             blocks, starts = np.unique(self.slots, return_index=True)
             bounds = [*starts[1:], len(self.slots)]
@@ -123,6 +130,9 @@ def block_linear(x: BlockInput, weight: torch.Tensor, bias: torch.Tensor | None)
     W = weight.view(weight.shape[0], x.n_blocks, D)
     if n == x.n_blocks and np.array_equal(x.slots, np.arange(n)):  # one round: row k, block k
         out = torch.einsum("kd,okd->ko", x.blocks, W)
+    elif len(x.groups) == 1:  # every row in one block: one product, nothing to scatter
+        (k,) = x.groups
+        out = x.blocks @ W[:, k, :].t()
     else:
         out = x.blocks.new_empty(n, weight.shape[0])
         for k, rows in x.groups.items():
