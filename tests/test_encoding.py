@@ -14,7 +14,8 @@ from deepbandits.networks.gradients import (
     summed_gradients,
 )
 from deepbandits.networks.mlp import MLP, BlockInput, BlockOuterSum, as_input, first_layer
-from deepbandits.networks.training import History, make_optimizer, train_feature_map
+from deepbandits.networks.optimizer import make_optimizer
+from deepbandits.networks.training import History, train_feature_map
 
 K, D = 4, 30
 

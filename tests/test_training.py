@@ -7,11 +7,11 @@ import torch
 import deepbandits as db
 from deepbandits.errors import CheckpointError
 from deepbandits.networks.mlp import MLP
+from deepbandits.networks.optimizer import make_optimizer
 from deepbandits.networks.training import (
     History,
     clip_to_norm,
     loss_and_grad,
-    make_optimizer,
     train_feature_map,
 )
 

@@ -20,11 +20,11 @@ from deepbandits._validation import check_choice
 from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.networks.mlp import MLP, as_input
+from deepbandits.networks.optimizer import make_optimizer
 from deepbandits.networks.schedule import TrainSchedule, resolve_schedule
 from deepbandits.networks.training import (
     LOSSES,
     History,
-    make_optimizer,
     train_feature_map,
 )
 

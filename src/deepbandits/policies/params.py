@@ -31,8 +31,8 @@ from deepbandits._validation import (
     check_reward_range,
 )
 from deepbandits.errors import DeepBanditsError, InputTypeError, InputValueError
+from deepbandits.networks.optimizer import OPTIMIZERS
 from deepbandits.networks.schedule import SCHEDULES
-from deepbandits.networks.training import OPTIMIZERS
 from deepbandits.policies.space import Param
 
 Kind = Literal["real", "int", "bool", "choice", "str", "pair", "schedule"]
