@@ -188,6 +188,8 @@ def run_latency(
     ``train_every``, ``steps``, ``feature_dim``, ``repeats``, ``paper``) into ``out`` (see the
     module documentation); returns the table. One thread per run, as every run of the library
     (``threads=1``), unless ``options["threads"]`` says otherwise."""
+    from deepbandits.plotting import latency_bars, save_figure  # matplotlib: only to draw
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paper = dict(options.get("paper", {}))
@@ -214,8 +216,6 @@ def run_latency(
     )
     write_atomic(out / "latency.md", text)
     stats = table.groupby(["policy", "steps"], sort=False)[["select_s", "update_s"]]
-    from deepbandits.plotting import latency_bars, save_figure  # matplotlib: only to draw
-
     for n in table["steps"].unique():
         part = stats.agg(["mean", "std"]).xs(n, level="steps").fillna(0.0)
         bars = pd.DataFrame(

@@ -34,13 +34,13 @@ from deepbandits.metrics.calibration import (
 
 def mean_estimation_error(expected: ArrayLike, mean: ArrayLike) -> NDArray[np.float64]:
     """|h(xₜ,ₐₜ) − θₜᵀφ(xₜ,ₐₜ)| per round (Fig. ablation_study2 (a))."""
-    return np.abs(np.asarray(expected, dtype=np.float64) - np.asarray(mean, dtype=np.float64))
+    return np.abs(as_real_array(expected, "expected") - as_real_array(mean, "mean"))
 
 
 def variance_estimation_error(width: ArrayLike, variance: ArrayLike) -> NDArray[np.float64]:
     """|φᵀA⁻¹φ − Var(rₜ)| = |wₜ² − Var(rₜ)| per round (Fig. ablation_study (b))."""
-    w = np.asarray(width, dtype=np.float64)
-    return np.abs(w * w - np.asarray(variance, dtype=np.float64))
+    w = as_real_array(width, "width")
+    return np.abs(w * w - as_real_array(variance, "variance"))
 
 
 def window_accuracy(regret: ArrayLike, window: int = 1000) -> float:

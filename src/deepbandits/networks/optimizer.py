@@ -16,7 +16,8 @@ OPTIMIZERS = ("sgd", "adam")
 
 class PlainSGD:
     """Plain SGD with weight decay, p ← p − lr·(g + weight_decay·p): what the networks train with
-    by default, stepped in place by :func:`train_feature_map`.
+    by default. It has no ``step``: :func:`~deepbandits.networks.training.train_feature_map`
+    steps the weights in place from its explicit backward pass, with this object's rates.
 
     It keeps :class:`torch.optim.SGD`'s ``param_groups`` and ``state_dict`` format (one group;
     ``momentum`` 0; no per-parameter state), so checkpoints written with ``torch.optim.SGD``
@@ -30,14 +31,6 @@ class PlainSGD:
         self.param_groups: list[dict[str, Any]] = [
             {**_SGD_DEFAULTS, "lr": lr, "weight_decay": weight_decay, "params": list(params)}
         ]
-
-    @torch.no_grad()
-    def step(self) -> None:
-        """One step from each parameter's ``.grad`` (a parameter without one is left alone)."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    p.add_(p.grad + group["weight_decay"] * p, alpha=-group["lr"])
 
     def state_dict(self) -> dict[str, Any]:
         """``torch.optim.SGD``'s format: no per-parameter state, the groups with their
