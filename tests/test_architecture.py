@@ -144,17 +144,20 @@ def test_a_discounted_head_keeps_its_prior_and_shrinks_the_data():
     np.testing.assert_allclose(head.ridge_.A_inv[0], np.linalg.inv(head.ridge_.A[0]))
 
 
-def test_importing_the_library_leaves_the_heavy_optional_imports_for_later():
-    """``import deepbandits`` (every CLI call, every worker process) does not load matplotlib,
-    scikit-learn or scipy.stats (together about 3 s on 2 cores): they load when a figure is
-    drawn, a reward model fitted; and drawing a figure then works."""
+def test_importing_the_library_leaves_the_heavy_imports_for_later():
+    """``import deepbandits`` loads no public name until it is used (``__init__.pyi``): not
+    torch, pandas, matplotlib, scikit-learn or scipy.stats; the service's client starts without
+    torch and pandas; a name loads on first use, and drawing a figure then loads matplotlib."""
     import subprocess
     import sys
 
-    heavy = ["matplotlib", "sklearn", "scipy.stats"]
+    heavy = ["torch", "pandas", "matplotlib", "sklearn", "scipy.stats"]
     code = (
         "import sys, deepbandits\n"
         f"print([m for m in {heavy!r} if m in sys.modules])\n"
+        "import deepbandits.client\n"
+        f"print([m for m in {heavy!r} if m in sys.modules])\n"
+        "print(deepbandits.make_env.__module__, 'torch' in sys.modules)\n"
         "from deepbandits.plotting import regret_curves\n"
         "fig = regret_curves({'a': ([1, 2], [[0.0, 1.0]])})\n"
         "print(type(fig).__module__, 'matplotlib' in sys.modules)\n"
@@ -162,4 +165,33 @@ def test_importing_the_library_leaves_the_heavy_optional_imports_for_later():
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
-    assert done.stdout.splitlines() == ["[]", "matplotlib.figure True"]
+    assert done.stdout.splitlines() == [
+        "[]",
+        "[]",
+        "deepbandits.envs True",
+        "matplotlib.figure True",
+    ]
+
+
+def test_every_public_name_loads_from_the_module_the_stub_names():
+    """Each name of ``deepbandits.__all__`` (read from ``__init__.pyi``) resolves, to the object
+    its module defines; a name not in it is an AttributeError that names it."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    stub = Path(db.__file__).with_suffix(".pyi")
+    pairs = [
+        (node.module, alias.name)
+        for node in ast.parse(stub.read_text()).body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
+    assert sorted(name for _, name in pairs) == sorted(db.__all__)
+    for module, name in pairs:
+        home = f"deepbandits.{module}" if module else f"deepbandits.{name}"
+        expected = importlib.import_module(home)
+        assert getattr(db, name) is (getattr(expected, name) if module else expected)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        db.no_such_name  # noqa: B018
+    assert "make_policy" in dir(db)

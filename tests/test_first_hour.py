@@ -16,7 +16,7 @@ import pytest
 
 import deepbandits as db
 from deepbandits._version import __version__
-from deepbandits.cli import main
+from deepbandits.cli import build_parser, main
 from deepbandits.cli.runs import DEMO_POLICIES
 from deepbandits.encoding import same_contexts
 from deepbandits.envs import TableError
@@ -56,6 +56,25 @@ def test_version_prints_the_package_version(capsys):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"deepbandits {__version__}"
+    # the parser's own --version action (after any other word) prints the same line
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--version", "list"])
+    assert capsys.readouterr().out.strip() == f"deepbandits {__version__}"
+
+
+def test_version_answers_without_loading_torch_or_the_parser():
+    """``deepbandits --version`` is answered before the parser is built (the parser needs the
+    policy registry, and with it torch: about 5 s)."""
+    code = (
+        "import sys\n"
+        "from deepbandits.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit as stop:\n    print(stop.code)\n"
+        "heavy = ('torch', 'pandas', 'deepbandits.cli.parser')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"deepbandits {__version__}", "0", "[]"]
 
 
 def test_the_changelog_keeps_a_changelog_of_this_version():

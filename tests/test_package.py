@@ -56,6 +56,10 @@ def test_wheel_holds_the_configs_license_and_metadata(dist: Path) -> None:
         n.rsplit("/", 1)[1] for n in names if n.startswith("deepbandits/experiments/configs/")
     )
     assert shipped == CONFIGS and len(CONFIGS) >= 20
+    # the stubs lazy_loader reads when the package is imported
+    src = ROOT / "src"
+    stubs = sorted(str(p.relative_to(src)) for p in src.rglob("__init__.pyi"))
+    assert stubs and set(stubs) <= set(names)
     assert f"deepbandits-{VERSION}.dist-info/licenses/LICENSE" in names
     assert not any(n.startswith(("tests/", "docs/", "examples/")) for n in names)
     assert "License-Expression: MIT" in metadata

@@ -18,18 +18,26 @@ bugs are reported) and :mod:`~deepbandits.cli.entry` (:func:`main`).
 
 from __future__ import annotations
 
-from deepbandits.cli.arguments import check_writable
-from deepbandits.cli.entry import COMMANDS, main
-from deepbandits.cli.errors import USER_ERRORS, CommandLineError, describe, save_crash_report
-from deepbandits.cli.parser import build_parser
+import sys
+from collections.abc import Sequence
 
-__all__ = [
-    "COMMANDS",
-    "USER_ERRORS",
-    "CommandLineError",
-    "build_parser",
-    "check_writable",
-    "describe",
-    "main",
-    "save_crash_report",
-]
+import lazy_loader
+
+from deepbandits._version import VERSION_LINE
+
+# The parser needs the policy registry, and with it torch (about 5 s to start): everything but
+# ``--version`` loads on first use (``__init__.pyi`` lists the names).
+__getattr__, __dir__, _lazy_names = lazy_loader.attach_stub(__name__, __file__)
+__all__ = ["main", *_lazy_names]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return its exit status
+    (:func:`deepbandits.cli.entry.main`). ``--version`` and ``--help`` print and raise
+    ``SystemExit(0)``, as argparse does; ``--version`` without loading the parser."""
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        print(VERSION_LINE)
+        raise SystemExit(0)
+    from deepbandits.cli.entry import main as run_command_line
+
+    return run_command_line(None if argv is None else list(argv))

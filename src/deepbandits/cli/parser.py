@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from deepbandits._version import __version__
+from deepbandits._version import VERSION_LINE
 from deepbandits.cli.arguments import (
     SPEC_HELP,
     Parser,
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action="version",
-        version=f"deepbandits {__version__}",
+        version=VERSION_LINE,
         help="print the package's version and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True)

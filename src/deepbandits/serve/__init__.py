@@ -17,11 +17,12 @@
 =================================== ====================================================
 """
 
-from __future__ import annotations
-
-from deepbandits.serve.state import ServiceState
+import lazy_loader
 
 #: Default limit of a request body: a batch of about 10,000 decisions of 10 arms × 10 features.
 MAX_BODY_BYTES = 8 * 2**20
 
-__all__ = ["MAX_BODY_BYTES", "ServiceState"]
+# ServiceState (and with it the policies and torch) loads on first use, so that the client,
+# which reads this package's Arrow tables, starts without them; ``__init__.pyi`` lists it.
+__getattr__, __dir__, _lazy_names = lazy_loader.attach_stub(__name__, __file__)
+__all__ = ["MAX_BODY_BYTES", *_lazy_names]

@@ -24,7 +24,7 @@ Go, C++, ...) writes and reads them. A body of another shape is refused with the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,9 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.policies import Decision
+
+if TYPE_CHECKING:  # the client reads these tables without the policies (torch)
+    from deepbandits.policies import Decision
 
 MEDIA_TYPE = "application/vnd.apache.arrow.stream"
 COLUMNS = ("contexts", "mask")
