@@ -269,6 +269,45 @@ def records_tuning_table(dataset: str) -> str:
     return "\n".join(lines)
 
 
+def full_information_table() -> str:
+    """``benchmarks/results/records_mnist_full_information.csv``
+    (``benchmarks/records_full_information.py``): each network's mistakes with every label seen,
+    mean ± sample std over the seeds, beside Neural-σ²-LinUCB's regret on the same seeds
+    (``records_mnist.csv``)."""
+    runs = pd.read_csv(RESULTS / "records_mnist_full_information.csv")
+    bandit = pd.read_csv(RESULTS / "records_mnist.csv")
+    bandit = bandit[bandit["policy"] == "neural-sigma2-linucb"].sort_values("seed")
+    names = {
+        "disjoint": "the policies' network (a first layer per arm, squared error on every "
+        "arm's reward)",
+        "shared": "a classifier of the same size (one first layer, ten outputs, cross-entropy)",
+    }
+    lines = [
+        "| learner (seeds) | t = 1,000 | t = 4,096 | T = 10,000 (per seed) | time per run |",
+        "|---|---|---|---|---|",
+    ]
+    for network, group in runs.groupby("network", sort=False):
+        group = group.sort_values("seed")
+        seeds = ", ".join(str(s) for s in group["seed"])
+        per_seed = ", ".join(f"{m:,.0f}" for m in group["mistakes"])
+        lines.append(
+            f"| {names[network]}, every label seen ({seeds}) | "
+            f"{mean_std(group['mistakes_1000'], 1, ddof=1)} | "
+            f"{mean_std(group['mistakes_4096'], 1, ddof=1)} | "
+            f"{mean_std(group['mistakes'], 1, ddof=1)} ({per_seed}) | "
+            f"{group['seconds'].min():,.0f}–{group['seconds'].max():,.0f} s |"
+        )
+    seeds = ", ".join(str(s) for s in bandit["seed"])
+    per_seed = ", ".join(f"{r:,.0f}" for r in bandit["final_regret"])
+    lines.append(
+        f"| Neural-σ²-LinUCB, one reward per round ({seeds}) | – | "
+        f"{mean_std(bandit['regret_4096'], 1, ddof=1)} | "
+        f"{mean_std(bandit['final_regret'], 1, ddof=1)} ({per_seed}) | "
+        f"{bandit['wall_seconds'].min():,.0f}–{bandit['wall_seconds'].max():,.0f} s |"
+    )
+    return "\n".join(lines)
+
+
 def environments_table() -> str:
     """The environment registry's names."""
     envs = importlib.import_module("deepbandits.envs")
@@ -284,6 +323,7 @@ GENERATORS = {
     "ope-obd": ope_obd_table,
     "records": records_table,
     "records-tuning": records_tuning_table,
+    "records-full-information": full_information_table,
     "table": file_table,
     "version": lambda: importlib.import_module("deepbandits").__version__,
 }
