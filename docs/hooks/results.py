@@ -39,6 +39,16 @@ def mean_std(values: pd.Series, digits: int = 0, ddof: int = 0) -> str:
     return f"{values.mean():,.{digits}f} ± {values.std(ddof=ddof):,.{digits}f}"
 
 
+def listed(values: pd.Series, digits: int = 0) -> str:
+    """The values, comma-separated (a column of the seeds' rows, in their order)."""
+    return ", ".join(f"{v:,.{digits}f}" for v in values)
+
+
+def span(values: pd.Series, digits: int = 0) -> str:
+    """``min–max`` of the values (the wall times of a group of runs)."""
+    return f"{values.min():,.{digits}f}–{values.max():,.{digits}f}"
+
+
 def real_datasets_page() -> str:
     """``results/real-datasets.md`` from every ``real_<name>_runs.csv``."""
     lines = [
@@ -61,9 +71,8 @@ def real_datasets_page() -> str:
         ]
         for policy, group in runs.groupby("policy", sort=False):
             group = group.sort_values("seed")
-            seeds = ", ".join(str(s) for s in group["seed"])
-            per_seed = ", ".join(f"{r:,.0f}" for r in group["final_regret"])
-            wall = f"{group['wall_seconds'].min():,.1f}–{group['wall_seconds'].max():,.1f}"
+            seeds, per_seed = listed(group["seed"]), listed(group["final_regret"])
+            wall = span(group["wall_seconds"], 1)
             lines.append(
                 f"| {policy} | {seeds} | {mean_std(group['final_regret'])} | {per_seed} | {wall} |"
             )
@@ -286,25 +295,22 @@ def full_information_table() -> str:
         "| learner (seeds) | t = 1,000 | t = 4,096 | T = 10,000 (per seed) | time per run |",
         "|---|---|---|---|---|",
     ]
-    for network, group in runs.groupby("network", sort=False):
+    # each row: its label, its runs, and their columns at t = 1,000, t = 4,096, T and the time
+    mistakes = ["mistakes_1000", "mistakes_4096", "mistakes", "seconds"]
+    rows = [
+        (f"{names[network]}, every label seen", group, mistakes)
+        for network, group in runs.groupby("network", sort=False)
+    ]
+    regret = ["", "regret_4096", "final_regret", "wall_seconds"]
+    rows.append(("Neural-σ²-LinUCB, one reward per round", bandit, regret))
+    for label, group, (early, middle, final, seconds) in rows:
         group = group.sort_values("seed")
-        seeds = ", ".join(str(s) for s in group["seed"])
-        per_seed = ", ".join(f"{m:,.0f}" for m in group["mistakes"])
+        at = [mean_std(group[c], 1, ddof=1) if c else "–" for c in (early, middle)]
         lines.append(
-            f"| {names[network]}, every label seen ({seeds}) | "
-            f"{mean_std(group['mistakes_1000'], 1, ddof=1)} | "
-            f"{mean_std(group['mistakes_4096'], 1, ddof=1)} | "
-            f"{mean_std(group['mistakes'], 1, ddof=1)} ({per_seed}) | "
-            f"{group['seconds'].min():,.0f}–{group['seconds'].max():,.0f} s |"
+            f"| {label} ({listed(group['seed'])}) | {at[0]} | {at[1]} | "
+            f"{mean_std(group[final], 1, ddof=1)} ({listed(group[final])}) | "
+            f"{span(group[seconds])} s |"
         )
-    seeds = ", ".join(str(s) for s in bandit["seed"])
-    per_seed = ", ".join(f"{r:,.0f}" for r in bandit["final_regret"])
-    lines.append(
-        f"| Neural-σ²-LinUCB, one reward per round ({seeds}) | – | "
-        f"{mean_std(bandit['regret_4096'], 1, ddof=1)} | "
-        f"{mean_std(bandit['final_regret'], 1, ddof=1)} ({per_seed}) | "
-        f"{bandit['wall_seconds'].min():,.0f}–{bandit['wall_seconds'].max():,.0f} s |"
-    )
     return "\n".join(lines)
 
 
