@@ -173,6 +173,28 @@ def test_importing_the_library_leaves_the_heavy_imports_for_later():
     ]
 
 
+@pytest.mark.parametrize("package", ["deepbandits", "deepbandits.cli", "deepbandits.serve"])
+def test_each_stub_declares_every_public_name_of_its_package(package: str) -> None:
+    """Type checkers read ``__init__.pyi`` instead of ``__init__.py``: every name of the
+    package's ``__all__`` is imported or declared there, and resolves at run time."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__).with_suffix(".pyi").read_text())
+    declared = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            declared |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            declared.add(node.target.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            declared.add(node.name)
+    assert set(module.__all__) == declared
+    assert all(getattr(module, name) is not None for name in module.__all__)
+
+
 def test_every_public_name_loads_from_the_module_the_stub_names():
     """Each name of ``deepbandits.__all__`` (read from ``__init__.pyi``) resolves, to the object
     its module defines; a name not in it is an AttributeError that names it."""

@@ -62,6 +62,19 @@ def test_version_prints_the_package_version(capsys):
     assert capsys.readouterr().out.strip() == f"deepbandits {__version__}"
 
 
+def test_output_into_a_closed_pipe_ends_silently_with_status_141():
+    """``deepbandits list | head -1``: the reader goes away; no error paragraph, no traceback,
+    and the status a shell's commands give (128 + SIGPIPE)."""
+    done = subprocess.run(
+        ["bash", "-c", f"'{sys.executable}' -m deepbandits list | true; echo ${{PIPESTATUS[0]}}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stderr == ""
+    assert done.stdout.strip() == "141"
+
+
 def test_version_answers_without_loading_torch_or_the_parser():
     """``deepbandits --version`` is answered before the parser is built (the parser needs the
     policy registry, and with it torch: about 5 s)."""

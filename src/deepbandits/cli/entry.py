@@ -4,6 +4,7 @@ exit status (see :mod:`deepbandits.cli`)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -42,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0, 2 for a user error, 1 for an internal error, 130 when interrupted
-        (see :mod:`deepbandits.cli`).
+        The exit status: 0, 2 for a user error, 1 for an internal error, 130 when interrupted,
+        141 when the reader of its output went away (see :mod:`deepbandits.cli`).
     """
     try:
         args = build_parser().parse_args(argv)
@@ -51,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("deepbandits: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``deepbandits list | head -1``): say nothing
+        # what is still buffered for stdout would fail again at exit (Python's signal docs)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except USER_ERRORS as exc:
         print(f"deepbandits: error: {describe(exc)}", file=sys.stderr)
         return 2
