@@ -7,8 +7,11 @@ from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.metrics import (
     DEFAULT_LEVELS,
     calibration_error,
+    exploration_split,
+    explored_rounds,
     gaussian_pit,
     locked_out_arms,
+    mean_gap,
     mean_std,
     observed_frequencies,
     paired_difference,
@@ -94,6 +97,11 @@ def test_bad_inputs_are_named():
         (lambda: locked_out_arms([0], [0], 2, min_share=1.5), InputValueError, "min_share"),
         (lambda: locked_out_arms([0], [0], 2, min_share="x"), InputTypeError, "min_share"),
         (lambda: locked_out_arms([0], ["a"], 2), InputTypeError, "best_arms"),
+        (lambda: mean_gap([0.1, 0.2], 2), InputValueError, "arm must index .* arm 2"),
+        (lambda: mean_gap([0.1, 0.2], 0, [False, True]), InputValueError, "makes arm 0 avail"),
+        (lambda: mean_gap([0.1, 0.2], 0, [True]), InputValueError, r"mask .* \[2\]"),
+        (lambda: mean_gap(["a"], 0), InputTypeError, "mean must be an array"),
+        (lambda: exploration_split([0.0], [0.0, 1.0]), InputValueError, "same length"),
     ],
 )
 def test_every_metric_refuses_bad_input_by_name(call, error, match):
@@ -110,6 +118,27 @@ def test_window_counts_whole_windows_and_float_arm_columns():
     assert window_accuracy([1.0, 0.0, 0.0, 0.0], 10) == 0.75
     # a column of arms read as floats (pandas with gaps) counts as the integers it holds
     assert unplayed_arms(np.array([0.0, 2.0, 2.0]), 4) == 2
+
+
+def test_mean_gap_is_what_a_choice_gave_up_among_the_available_arms():
+    mean = [0.2, 0.9, 0.5]
+    assert mean_gap(mean, 1) == 0.0  # the greedy arm
+    assert mean_gap(mean, 2) == pytest.approx(0.4)
+    # arm 1 unavailable: arm 2 is the greedy choice among the rest
+    assert mean_gap(mean, 2, [True, False, True]) == 0.0
+    assert mean_gap(mean, 0, [True, False, True]) == pytest.approx(0.3)
+    assert mean_gap([0.7, 0.7], 1) == 0.0  # a tie is greedy
+
+
+def test_exploration_split_counts_the_rounds_off_the_greedy_arm_and_their_regret():
+    regret = np.array([1.0, 0.0, 0.5, 1.0, 0.0])
+    gap = np.array([0.0, 0.3, 0.2, 0.0, np.nan])
+    assert list(explored_rounds(gap)) == [False, True, True, False, False]
+    split = exploration_split(regret, gap)
+    assert split["explored_share"] == pytest.approx(2 / 5)
+    assert split["explored_regret"] == pytest.approx(0.5)
+    old = exploration_split(regret, np.full(5, np.nan))  # a record saved before the column
+    assert np.isnan(old["explored_share"]) and np.isnan(old["explored_regret"])
 
 
 def test_paired_difference_interval():

@@ -204,6 +204,21 @@ def test_run_records_and_saves(tmp_path):
     assert back.config["policy"]["params"]["feature_dim"] == 8 and back.config["seed"] == 1
 
 
+def test_mean_gap_column_tells_the_exploring_rounds_apart():
+    """A greedy LinUCB (α = 0) never plays below its largest mean; a wide one (α = 50: h1's
+    rewards are large) does, and the regret of those rounds is part of the run's regret."""
+    from deepbandits.metrics import exploration_split
+
+    env = db.make_env("h1", d=5, seed=0)
+    greedy = db.run("linucb:alpha=0", env, 300, seed=0).records
+    wide = db.run("linucb:alpha=50", env, 300, seed=0).records
+    assert (greedy["mean_gap"] == 0).all()
+    assert exploration_split(greedy["regret"], greedy["mean_gap"])["explored_share"] == 0.0
+    split = exploration_split(wide["regret"], wide["mean_gap"])
+    assert split["explored_share"] > 0.05 and (wide["mean_gap"] >= 0).all()
+    assert 0 < split["explored_regret"] <= wide["cum_regret"].iloc[-1]
+
+
 def test_warmup_prior_follows_the_mean_weight_then_returns_to_lambda():
     """Neural-σ²-LinUCB's prior during the warm-up is warmup_prior(λ, mean 1/σ̄², t, t₀); from
     t₀ on it is λ, and A = λₜI + Σ φφᵀ/σ̄² holds exactly throughout."""

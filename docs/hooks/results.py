@@ -314,6 +314,34 @@ def full_information_table() -> str:
     return "\n".join(lines)
 
 
+def exploration_table() -> str:
+    """``benchmarks/results/records_exploration.csv`` (``benchmarks/records.py --exploration``
+    on runs of ``deepbandits reproduce records-<dataset>``): per dataset and policy, the rounds
+    that played an arm below the largest predicted mean (the run records' ``mean_gap``), the
+    regret paid in them, the regret of the greedy choices and the final regret, mean ± sample
+    std over the seeds."""
+    runs = pd.read_csv(RESULTS / "records_exploration.csv")
+    runs = runs.assign(
+        explored_rounds=runs["explored_share"] * runs["T"],
+        greedy_regret=runs["final_regret"] - runs["explored_regret"],
+    )
+    lines = [
+        "| dataset | policy (seeds) | rounds explored | regret in them | regret of greedy "
+        "choices | final regret (per seed) | time per run |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    columns = ("explored_rounds", "explored_regret", "greedy_regret")
+    for (dataset, policy), group in runs.groupby(["dataset", "policy"], sort=False):
+        group = group.sort_values("seed")
+        cells = " | ".join(mean_std(group[c], 1, ddof=1) for c in columns)
+        lines.append(
+            f"| {dataset} | {policy} ({listed(group['seed'])}) | {cells} | "
+            f"{mean_std(group['final_regret'], 1, ddof=1)} ({listed(group['final_regret'])}) | "
+            f"{span(group['wall_seconds'])} s |"
+        )
+    return "\n".join(lines)
+
+
 def environments_table() -> str:
     """The environment registry's names."""
     envs = importlib.import_module("deepbandits.envs")
@@ -330,6 +358,7 @@ GENERATORS = {
     "records": records_table,
     "records-tuning": records_tuning_table,
     "records-full-information": full_information_table,
+    "records-exploration": exploration_table,
     "table": file_table,
     "version": lambda: importlib.import_module("deepbandits").__version__,
 }

@@ -48,7 +48,12 @@ from deepbandits.experiments.runner import (
     load_finished,
 )
 from deepbandits.experiments.sweep import SweepFailedError, run_sweep
-from deepbandits.metrics import locked_out_arms, unplayed_arms, window_accuracy
+from deepbandits.metrics import (
+    exploration_split,
+    locked_out_arms,
+    unplayed_arms,
+    window_accuracy,
+)
 
 
 def label_of(spec: str) -> str:
@@ -195,7 +200,9 @@ def summarize(results: dict[str, list[RunResult]]) -> pd.DataFrame:
     """Final cumulative regret mean ± std over seeds and mean wall time, per policy. For
     classification bandits, also the accuracy over the
     last :data:`SUMMARY_WINDOW` rounds and the number of arms never played in them (mean over
-    seeds, and the worst seed's count)."""
+    seeds, and the worst seed's count). ``explored_share_mean``: the share of rounds that
+    played an arm other than a greedy one (:func:`~deepbandits.metrics.exploration_split`;
+    NaN for runs saved before the ``mean_gap`` column)."""
     rows = []
     for spec, runs in results.items():
         final = np.array([r.final_regret for r in runs])
@@ -207,6 +214,14 @@ def summarize(results: dict[str, list[RunResult]]) -> pd.DataFrame:
             "final_regret_mean": final.mean(),
             "final_regret_std": final.std(ddof=1) if len(final) > 1 else 0.0,
             "wall_seconds_mean": wall.mean(),
+            "explored_share_mean": np.mean(
+                [
+                    exploration_split(r.records["regret"], r.records["mean_gap"])["explored_share"]
+                    if "mean_gap" in r.records
+                    else np.nan
+                    for r in runs
+                ]
+            ),
         }
         env = runs[0].config.get("env", {})
         n_arms = env.get("params", {}).get("n_arms")

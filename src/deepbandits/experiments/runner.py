@@ -34,6 +34,7 @@ from deepbandits.experiments.storage import load_finished as load_finished
 from deepbandits.experiments.storage import run_files as run_files
 from deepbandits.experiments.storage import saved_format as saved_format
 from deepbandits.experiments.storage import table_path as table_path
+from deepbandits.metrics.diagnostics import mean_gap
 from deepbandits.policies.policy import Policy
 
 __all__ = [
@@ -67,6 +68,8 @@ COLUMNS: dict[str, str] = {
     "sigma2_hat": "Eq. 13 estimate (b - mu)(mu - a) before flooring; NaN when not estimated",
     "mean": "predicted mean theta^T phi(x_t,a_t) of the arm played, before the update",
     "width": "exploration width ||phi(x_t,a_t)||_{A^-1} of the arm played, before the update",
+    "mean_gap": "largest predicted mean over the available arms minus that of the arm played, "
+    "before the update: 0 when a greedy arm was played, > 0 when the width (or a draw) chose",
     "time_select": "seconds spent in decide()",
     "time_update": "seconds spent in learn(), network training excluded",
     "time_train": "seconds spent training the network in this round's learn()",
@@ -271,6 +274,7 @@ def run(
             out["sigma2_hat"][i] = info.sigma2_hat
             out["mean"][i] = decision.mean[arm]
             out["width"][i] = decision.width[arm]
+            out["mean_gap"][i] = mean_gap(decision.mean, arm, decision.mask)
             out["time_select"][i] = t1 - t0
             out["time_update"][i] = t3 - t2 - train
             out["time_train"][i] = train

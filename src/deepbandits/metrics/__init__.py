@@ -11,9 +11,12 @@ from deepbandits.metrics.calibration import (
 )
 from deepbandits.metrics.comparison import PairedDifference, mean_std, paired_difference
 from deepbandits.metrics.diagnostics import (
+    exploration_split,
+    explored_rounds,
     holdout_calibration,
     locked_out_arms,
     mean_estimation_error,
+    mean_gap,
     reliability_curve,
     run_metrics,
     unplayed_arms,
@@ -25,10 +28,13 @@ __all__ = [
     "DEFAULT_LEVELS",
     "PairedDifference",
     "calibration_error",
+    "exploration_split",
+    "explored_rounds",
     "gaussian_pit",
     "holdout_calibration",
     "locked_out_arms",
     "mean_estimation_error",
+    "mean_gap",
     "mean_std",
     "observed_frequencies",
     "paired_difference",

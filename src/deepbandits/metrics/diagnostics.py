@@ -50,6 +50,49 @@ def window_accuracy(regret: ArrayLike, window: int = 1000) -> float:
     return float(np.mean(r == 0.0)) if len(r) else float("nan")
 
 
+def mean_gap(mean: ArrayLike, arm: int, mask: ArrayLike | None = None) -> float:
+    """maxₐ μₐ − μₐₜ over the available arms (``mask``; None: all): the predicted mean a choice
+    gave up. 0 when the arm played ``arm`` is a greedy one (ties included); > 0 when its width
+    (UCB) or a draw (Thompson sampling, ε) chose another arm: an exploring round."""
+    mu = as_real_array(mean, "mean")
+    if mu.ndim != 1 or not 0 <= check_int(arm, "arm", minimum=0) < len(mu):
+        raise InputValueError(
+            f"arm must index the 1-d mean (shape {mu.shape}), but arm {arm!r} is given"
+        )
+    if mask is None:
+        return float(mu.max() - mu[arm])
+    available = np.asarray(mask, dtype=bool)
+    if available.shape != mu.shape or not available[arm]:
+        raise InputValueError(
+            f"mask must be a boolean [{len(mu)}] that makes arm {arm} available, but "
+            f"{np.asarray(mask)!r} is given"
+        )
+    return float(mu[available].max() - mu[arm])
+
+
+def explored_rounds(mean_gap: ArrayLike) -> NDArray[np.bool_]:
+    """Which rounds explored: played an arm whose predicted mean was below the largest
+    (:func:`mean_gap` > 0). NaN gaps (a policy without means) are not exploring rounds."""
+    return as_real_array(mean_gap, "mean_gap") > 0.0
+
+
+def exploration_split(regret: ArrayLike, mean_gap: ArrayLike) -> dict[str, float]:
+    """How much of a run explored, and what that cost: the share of rounds whose arm was not a
+    greedy one (``explored_share``) and the regret paid in them (``explored_regret``; the rest
+    of the regret is the greedy choices' mistakes). NaN for both when the record has no finite
+    gaps (runs saved before the ``mean_gap`` column)."""
+    r, gap = as_real_array(regret, "regret"), as_real_array(mean_gap, "mean_gap")
+    if r.shape != gap.shape:
+        raise InputValueError(
+            f"regret and mean_gap must have the same length, but shapes {r.shape} and "
+            f"{gap.shape} are given"
+        )
+    if not len(gap) or not np.isfinite(gap).any():
+        return {"explored_share": float("nan"), "explored_regret": float("nan")}
+    explored = explored_rounds(gap)
+    return {"explored_share": float(explored.mean()), "explored_regret": float(r[explored].sum())}
+
+
 def _arm_indices(values: ArrayLike, name: str) -> NDArray[np.int64]:
     """A 1-d sequence of whole-number arm indices as int64 (a float column of whole numbers,
     as pandas reads one with gaps, is accepted; 2.5 is not)."""
@@ -111,7 +154,8 @@ def _forecasts(frame: pd.DataFrame) -> pd.DataFrame:
 def run_metrics(records: pd.DataFrame, levels: ArrayLike | None = None) -> dict[str, float]:
     """One run's summary: final regret, cumulative reward, cal₁ (Eq. calib) and sharpness
     (Eq. sharpness) of its in-run forecasts, mean |h − μ| and, when the environment reports
-    Var(rₜ), mean |w² − Var(rₜ)|."""
+    Var(rₜ), mean |w² − Var(rₜ)|, and what share of the rounds explored and the regret they
+    cost (:func:`exploration_split`)."""
     f = _forecasts(records)
     out = {
         "final_regret": float(records["cum_regret"].iloc[-1]),
@@ -120,7 +164,11 @@ def run_metrics(records: pd.DataFrame, levels: ArrayLike | None = None) -> dict[
         "sharpness": np.nan,
         "mean_error": np.nan,
         "variance_error": np.nan,
+        "explored_share": np.nan,
+        "explored_regret": np.nan,
     }
+    if "mean_gap" in records:
+        out.update(exploration_split(records["regret"], records["mean_gap"]))
     if len(f):
         pit = gaussian_pit(f["reward"], f["mean"], f["width"])
         out["calibration_error"] = calibration_error(pit, levels)

@@ -30,6 +30,8 @@ RUN_METRICS: tuple[str, ...] = (
     "sharpness",
     "mean_error",
     "variance_error",
+    "explored_share",
+    "explored_regret",
     "holdout_cal2",
     "wall_seconds",
     "select_s_per_100",
@@ -44,6 +46,7 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("calibration_error", "cal₁ ↓"),
     ("sharpness", "sharpness ↓"),
     ("holdout_cal2", "cal₂, last checkpoint ↓"),
+    ("explored_share", "share of rounds explored"),
     ("wall_seconds", "wall time (s)"),
 )
 
@@ -140,12 +143,13 @@ def holdout_cal2_table(comp: Comparison, levels: NDArray[np.float64]) -> pd.Data
 
 
 def summary_table(per_run: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds of every metric, one row per policy (in run order)."""
+    """Mean and std over seeds of every metric, one row per policy (in run order); a metric
+    ``per_run`` lacks (a table written before it existed) is NaN."""
     rows = []
     for label, g in per_run.groupby("policy", sort=False):
         row: dict[str, Any] = {"policy": label, "seeds": len(g), "T": int(g["T"].max())}
         for key, _ in METRICS:
-            values = g[key].to_numpy(dtype=float)
+            values = g[key].to_numpy(dtype=float) if key in g else np.array([np.nan])
             finite = values[np.isfinite(values)]
             m, s = mean_std(finite) if finite.size else (np.nan, np.nan)
             row[f"{key}_mean"], row[f"{key}_std"] = m, s
