@@ -69,7 +69,7 @@ COLUMNS: dict[str, str] = {
     "mean": "predicted mean theta^T phi(x_t,a_t) of the arm played, before the update",
     "width": "exploration width ||phi(x_t,a_t)||_{A^-1} of the arm played, before the update",
     "mean_gap": "largest predicted mean over the available arms minus that of the arm played, "
-    "before the update: 0 when a greedy arm was played, > 0 when the width (or a draw) chose",
+    "before the update: 0 for a greedy choice, > 0 when the width (or a draw) chose another arm",
     "time_select": "seconds spent in decide()",
     "time_update": "seconds spent in learn(), network training excluded",
     "time_train": "seconds spent training the network in this round's learn()",
