@@ -49,6 +49,19 @@ def span(values: pd.Series, digits: int = 0) -> str:
     return f"{values.min():,.{digits}f}–{values.max():,.{digits}f}"
 
 
+def seeds_row(
+    label: str, group: pd.DataFrame, cells: list[str], final: str, seconds: str = "wall_seconds"
+) -> str:
+    """A table row of a group of runs, one per seed: ``label (seeds)``, the ``cells``, the
+    column ``final`` as mean ± sample std (per seed) and the span of the ``seconds`` column."""
+    group = group.sort_values("seed")
+    return (
+        f"| {label} ({listed(group['seed'])}) | {' | '.join(cells)} | "
+        f"{mean_std(group[final], 1, ddof=1)} ({listed(group[final])}) | "
+        f"{span(group[seconds])} s |"
+    )
+
+
 def real_datasets_page() -> str:
     """``results/real-datasets.md`` from every ``real_<name>_runs.csv``."""
     lines = [
@@ -304,13 +317,8 @@ def full_information_table() -> str:
     regret = ["", "regret_4096", "final_regret", "wall_seconds"]
     rows.append(("Neural-σ²-LinUCB, one reward per round", bandit, regret))
     for label, group, (early, middle, final, seconds) in rows:
-        group = group.sort_values("seed")
         at = [mean_std(group[c], 1, ddof=1) if c else "–" for c in (early, middle)]
-        lines.append(
-            f"| {label} ({listed(group['seed'])}) | {at[0]} | {at[1]} | "
-            f"{mean_std(group[final], 1, ddof=1)} ({listed(group[final])}) | "
-            f"{span(group[seconds])} s |"
-        )
+        lines.append(seeds_row(label, group, at, final, seconds))
     return "\n".join(lines)
 
 
@@ -332,13 +340,8 @@ def exploration_table() -> str:
     ]
     columns = ("explored_rounds", "explored_regret", "greedy_regret")
     for (dataset, policy), group in runs.groupby(["dataset", "policy"], sort=False):
-        group = group.sort_values("seed")
-        cells = " | ".join(mean_std(group[c], 1, ddof=1) for c in columns)
-        lines.append(
-            f"| {dataset} | {policy} ({listed(group['seed'])}) | {cells} | "
-            f"{mean_std(group['final_regret'], 1, ddof=1)} ({listed(group['final_regret'])}) | "
-            f"{span(group['wall_seconds'])} s |"
-        )
+        cells = [mean_std(group[c], 1, ddof=1) for c in columns]
+        lines.append(seeds_row(f"{dataset} | {policy}", group, cells, "final_regret"))
     return "\n".join(lines)
 
 
