@@ -23,8 +23,10 @@ demo: $(STAMP)
 	@echo "  source $(VENV)/bin/activate    # then: deepbandits list, deepbandits --help"
 	@echo "or call it by its path: $(VENV)/bin/deepbandits list"
 
+# one test worker per core, at most 4 (pytest-xdist); a file's tests stay on one worker, so
+# their module fixtures (a Ray cluster, a served folder) are built once
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples docs/hooks
