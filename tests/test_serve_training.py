@@ -41,10 +41,9 @@ def test_decisions_are_answered_while_the_network_trains_and_learned_with_their_
         assert state.training, "the training should run after the reward was answered"
         during = []
         for X in stream[5:9]:
-            start = time.perf_counter()
             during.append(client.decide(X))
-            assert time.perf_counter() - start < 0.25  # not waiting for the training
-        assert state.training, "the decisions should have been answered during the training"
+            # answered while the training still runs: the decision did not wait for it
+            assert state.training, "the decisions should have been answered during the training"
         assert all(x.model_version == 0 for x in during)
         old = state.policy.pending_.lookup(during[0].id, state.policy.pending_.n_decided, 0.0)
         started = time.perf_counter()
