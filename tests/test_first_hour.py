@@ -90,6 +90,44 @@ def test_version_answers_without_loading_torch_or_the_parser():
     assert out.stdout.splitlines() == [f"deepbandits {__version__}", "0", "[]"]
 
 
+def test_help_answers_without_loading_torch_or_any_command():
+    """``deepbandits --help`` names the commands without adding their options, which need the
+    policy and environment registries and with them torch (about 5 s)."""
+    code = (
+        "import sys\n"
+        "from deepbandits.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit as stop:\n    print('exit', stop.code)\n"
+        "heavy = ('torch', 'pandas', 'deepbandits.policies', 'deepbandits.envs',\n"
+        "         'deepbandits.experiments', 'deepbandits.cli.runs')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-2:] == ["exit 0", "[]"]
+    assert "run one policy over several seeds" in out.stdout
+
+
+def test_a_command_parsed_has_the_options_of_the_complete_parser(capsys):
+    """Each command's options, added when it is parsed, are those ``build_parser(complete=True)``
+    adds at once: the same ``--help``, and the same defaults."""
+    complete = build_parser(complete=True)
+    commands = complete._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert len(commands) == 11
+    for name, parser in commands.items():
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([name, "--help"])
+        assert capsys.readouterr().out == parser.format_help(), name
+        assert len(parser._actions) > 1, name  # more than --help
+    args = build_parser().parse_args(["run", "--policy", "linucb"])
+    assert (args.command, args.policy, args.T, args.seeds, args.env) == (
+        "run",
+        "linucb",
+        10000,
+        [0],
+        None,
+    )
+
+
 def test_the_changelog_keeps_a_changelog_of_this_version():
     """Keep a Changelog: an Unreleased section first, then releases newest first, the newest
     being the version the package (and ``--version``) says."""

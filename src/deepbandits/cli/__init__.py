@@ -16,11 +16,14 @@ types and shared option groups of :mod:`~deepbandits.cli.arguments`),
 ``export-log``), :mod:`~deepbandits.cli.errors` (how mistakes and
 bugs are reported), :mod:`~deepbandits.cli.entry` (parse, run, exit status) and
 :mod:`~deepbandits.cli.launch` (:func:`main`, the console script, which answers ``--version``
-before loading the rest).
+before loading the rest). The parser adds a command's options when that command is chosen, so
+``deepbandits --help`` does not load torch either.
 """
 
 import lazy_loader
 
-# The parser needs the policy registry, and with it torch (about 5 s to start): every name loads
-# on first use (``__init__.pyi`` lists them), so that ``deepbandits --version`` starts at once.
+# A command's options need the policy and environment registries, and with them torch (about
+# 5 s to start): every name loads on first use (``__init__.pyi`` lists them), and the parser adds
+# a command's options only when it is chosen, so that ``deepbandits --version`` and
+# ``deepbandits --help`` start at once.
 __getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

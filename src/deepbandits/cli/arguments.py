@@ -8,14 +8,16 @@ import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from deepbandits.cli.errors import CommandLineError, describe
-from deepbandits.envs import env_names
 from deepbandits.errors import InputValueError
-from deepbandits.experiments.executors import BACKENDS, Executor, make_executor
-from deepbandits.experiments.specs import parse_seeds
-from deepbandits.experiments.storage import FORMATS
+
+if TYPE_CHECKING:
+    from deepbandits.experiments.executors import Executor
+
+# The registries (environments, executors, formats) are imported where an option needs them, not
+# here: the top-level parser (``deepbandits --help``) is built from this module without torch.
 
 SPEC_HELP = (
     "registry name with optional parameters, NAME[:key=value,key=value], the keywords of "
@@ -73,6 +75,8 @@ def positive_float(text: str) -> float:
 
 def seed_list(text: str) -> list[int]:
     """An argparse ``type``: seeds, :func:`~deepbandits.experiments.specs.parse_seeds`."""
+    from deepbandits.experiments.specs import parse_seeds
+
     try:
         return parse_seeds(text)
     except ValueError as exc:
@@ -117,6 +121,8 @@ ENV_DEFAULT_HELP = (
 
 def add_env_option(p: argparse.ArgumentParser) -> None:
     """``--env``, None unless given (:func:`env_of` resolves it and says so)."""
+    from deepbandits.envs import env_names
+
     p.add_argument(
         "--env",
         default=None,
@@ -181,6 +187,9 @@ def add_experiment_options(p: argparse.ArgumentParser) -> None:
 def add_engine_options(p: argparse.ArgumentParser, *, jobs_default: int | None) -> None:
     """Options of the sweep engine: workers, backend, format, recomputation, device.
     ``jobs_default`` is only shown: ``--jobs`` is None unless given (:func:`executor_of`)."""
+    from deepbandits.experiments.executors import BACKENDS
+    from deepbandits.experiments.storage import FORMATS
+
     every = "every core" if jobs_default is None else str(jobs_default)
     p.add_argument(
         "--jobs",
@@ -219,6 +228,8 @@ def executor_of(args: argparse.Namespace, local_workers: int | None) -> Executor
     """The sweep engine's executor of the command line's ``--backend``, ``--jobs`` and
     ``--address``: without ``--jobs``, ``local_workers`` local processes (None: every core),
     or the whole Ray cluster (a new local instance: every core)."""
+    from deepbandits.experiments.executors import make_executor
+
     if args.backend == "local":
         return make_executor(workers=args.jobs or local_workers, address=args.address)
     return make_executor("ray", workers=args.jobs, address=args.address)

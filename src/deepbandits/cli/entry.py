@@ -4,32 +4,36 @@ exit status (see :mod:`deepbandits.cli`)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
 
 from deepbandits.cli.errors import USER_ERRORS, describe, report_internal_error
-from deepbandits.cli.experiments import experiment_command, reproduce_command
-from deepbandits.cli.listing import list_command
-from deepbandits.cli.ope import ope_command
 from deepbandits.cli.parser import build_parser
-from deepbandits.cli.runs import compare_command, report_command, tune_command
-from deepbandits.cli.serve import export_log_command, serve_command
 
-#: The function of each command: it gets the parsed arguments and returns the exit status.
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": compare_command,
-    "compare": compare_command,
-    "demo": compare_command,
-    "report": report_command,
-    "reproduce": reproduce_command,
-    "experiment": experiment_command,
-    "tune": tune_command,
-    "list": list_command,
-    "serve": serve_command,
-    "export-log": export_log_command,
-    "ope": ope_command,
+#: The function of each command, as ``module:function`` of :mod:`deepbandits.cli`: it gets the
+#: parsed arguments and returns the exit status. Its module is imported when the command runs,
+#: so that ``deepbandits --help`` loads none of them.
+COMMANDS: dict[str, str] = {
+    "run": "runs:compare_command",
+    "compare": "runs:compare_command",
+    "demo": "runs:compare_command",
+    "report": "runs:report_command",
+    "reproduce": "experiments:reproduce_command",
+    "experiment": "experiments:experiment_command",
+    "tune": "runs:tune_command",
+    "list": "listing:list_command",
+    "serve": "serve:serve_command",
+    "export-log": "serve:export_log_command",
+    "ope": "ope:ope_command",
 }
+
+
+def command_function(name: str) -> Callable[[argparse.Namespace], int]:
+    """The function of command ``name`` (:data:`COMMANDS`), its module imported."""
+    module, function = COMMANDS[name].split(":")
+    return getattr(importlib.import_module(f"deepbandits.cli.{module}"), function)  # type: ignore[no-any-return]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
+        return command_function(args.command)(args)
     except KeyboardInterrupt:
         print("deepbandits: interrupted", file=sys.stderr)
         return 130

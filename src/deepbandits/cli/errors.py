@@ -13,7 +13,6 @@ from pathlib import Path
 
 from deepbandits._io import write_atomic
 from deepbandits._version import __version__
-from deepbandits.datasets.location import cache_home
 from deepbandits.errors import DeepBanditsError, InputValueError
 
 #: Exceptions caused by what the user gave or by the machine's files and folders: reported in
@@ -48,6 +47,8 @@ def save_crash_report(exc: BaseException, argv: list[str]) -> Path | None:
         ]
     )
     name = f"crash-{stamp}-{os.getpid()}.txt"
+    from deepbandits.datasets.location import cache_home  # the datasets package loads pandas
+
     for folder in (cache_home() / "crash", Path(tempfile.gettempdir()) / "deepbandits" / "crash"):
         try:
             return write_atomic(folder / name, text)

@@ -1,6 +1,7 @@
 """The console script ``deepbandits`` (:func:`main`): ``--version`` is answered before the
-parser, which needs the policy registry and with it torch, is loaded; everything else goes to
-:func:`deepbandits.cli.entry.main`."""
+parser is loaded; everything else goes to :func:`deepbandits.cli.entry.main`, whose parser adds
+a command's options (and imports the registries they name, with torch) only for the command
+chosen."""
 
 from __future__ import annotations
 

@@ -40,18 +40,8 @@ NUMBERS: tuple[tuple[str, Callable[[str], Any], float, str], ...] = (
 )
 
 
-def add_ope_parser(sub: Any) -> None:
+def add_ope_options(p: argparse.ArgumentParser) -> None:
     """The ``ope`` command's options."""
-    p = sub.add_parser(
-        "ope",
-        help="off-policy evaluation of a policy on logged data",
-        description=(
-            "Estimate what a policy would have earned on logged traffic with IPS, SNIPS, DM, "
-            "DR, SNDR, Switch-DR and DRos, each with a bootstrap interval and the effective "
-            "sample size; print the table (with the truth when it is known) and write "
-            "OUT/ope.csv, OUT/ope.parquet and OUT/ope.png/.svg."
-        ),
-    )
     p.add_argument(
         "--log",
         required=True,
