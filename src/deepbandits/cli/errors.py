@@ -38,6 +38,8 @@ def save_crash_report(exc: BaseException, argv: list[str]) -> Path | None:
     ``crash-<time>-<pid>.txt`` under ``cache_home()/crash`` (``$XDG_CACHE_HOME/deepbandits``,
     else ``~/.cache/deepbandits``), or under the system's temporary folder when that cannot be
     written; returns its path, or ``None`` when neither can be written."""
+    from deepbandits.datasets.location import cache_home  # its package loads pandas
+
     stamp = time.strftime("%Y%m%d-%H%M%S")
     text = "".join(
         [
@@ -47,8 +49,6 @@ def save_crash_report(exc: BaseException, argv: list[str]) -> Path | None:
         ]
     )
     name = f"crash-{stamp}-{os.getpid()}.txt"
-    from deepbandits.datasets.location import cache_home  # the datasets package loads pandas
-
     for folder in (cache_home() / "crash", Path(tempfile.gettempdir()) / "deepbandits" / "crash"):
         try:
             return write_atomic(folder / name, text)

@@ -5,6 +5,9 @@ The top level names the commands. A command's options are added when it is chose
 imports what they need: the policy and environment registries, and with them torch. So
 ``deepbandits --help`` answers without loading them. ``build_parser(complete=True)`` adds every
 command's options at once.
+
+The options of ``serve`` and ``export-log`` are in :mod:`deepbandits.cli.serve`, those of
+``ope`` in :mod:`deepbandits.cli.ope`, beside those commands.
 """
 
 from __future__ import annotations
@@ -23,11 +26,11 @@ from deepbandits.cli.arguments import (
     add_experiment_options,
     add_run_options,
     nonnegative_int,
-    port_number,
     positive_float,
     positive_int,
     seed_list,
 )
+from deepbandits.cli.serve import add_export_log_options, add_serve_options
 
 #: A function that adds a command's options to its parser.
 Options = Callable[[argparse.ArgumentParser], None]
@@ -154,7 +157,7 @@ def build_parser(complete: bool = False) -> argparse.ArgumentParser:
     )
     sub.add_command(
         "serve",
-        _serve_options,
+        add_serve_options,
         help="serve a policy over HTTP, with a durable event log",
         description="Serve a policy over HTTP (FastAPI on uvicorn; OpenAPI page at /docs): "
         "POST /v1/decide, /v1/decide_batch, /v1/reward, /v1/snapshot; GET /v1/health, "
@@ -164,7 +167,7 @@ def build_parser(complete: bool = False) -> argparse.ArgumentParser:
     )
     sub.add_command(
         "export-log",
-        _export_log_options,
+        add_export_log_options,
         help="write a service's event log as one table (logged bandit data)",
         description="Write the decisions of a deepbandits serve state folder, with their "
         "rewards, propensities, contexts, masks, times and model versions, as one table for "
@@ -331,83 +334,6 @@ def _list_options(p: argparse.ArgumentParser) -> None:
         help="print instead every parameter of policy NAME (a name or configuration), or every "
         "keyword of environment NAME: its default, type and range, and meaning",
     )
-
-
-def _serve_options(p: argparse.ArgumentParser) -> None:
-    """``serve``: the state folder, the policy or checkpoint, the server and Ray Serve."""
-    from deepbandits.serve import MAX_BODY_BYTES
-
-    source = p.add_mutually_exclusive_group()
-    source.add_argument("--policy", default=None, help=f"policy of a new state folder, {SPEC_HELP}")
-    source.add_argument(
-        "--checkpoint",
-        type=Path,
-        default=None,
-        help="a file written by policy.save, served in a new state folder",
-    )
-    p.add_argument(
-        "--state", type=Path, required=True, help="state folder: event log and checkpoints"
-    )
-    p.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to listen on (default: 127.0.0.1, this machine only)",
-    )
-    p.add_argument(
-        "--port", type=port_number, default=8000, help="port (default: 8000; 0: a free one)"
-    )
-    p.add_argument(
-        "--token",
-        default=None,
-        help="require 'Authorization: Bearer TOKEN' on every endpoint but /v1/health "
-        "(default: $DEEPBANDITS_TOKEN, else none)",
-    )
-    p.add_argument(
-        "--durability",
-        choices=("normal", "full"),
-        default="normal",
-        help="normal: a commit survives the process being killed; full: it also survives a "
-        "power loss (an fsync per commit) (default: normal)",
-    )
-    p.add_argument(
-        "--snapshot-every",
-        type=positive_int,
-        default=None,
-        help="write a checkpoint every N decisions and rewards (default: only on "
-        "POST /v1/snapshot and on stop)",
-    )
-    p.add_argument(
-        "--max-body-bytes",
-        type=positive_int,
-        default=MAX_BODY_BYTES,
-        help=f"largest request body accepted, larger ones get 413 (default: {MAX_BODY_BYTES})",
-    )
-    p.add_argument(
-        "--backend",
-        choices=("local", "ray"),
-        default="local",
-        help="local: one process; ray: --replicas replicas on Ray Serve, each with its own log "
-        "in STATE/replica-<i>, sharing what they learn by merge rounds (default: local)",
-    )
-    p.add_argument(
-        "--replicas", type=positive_int, default=2, help="replicas of --backend ray (default: 2)"
-    )
-    p.add_argument(
-        "--merge-every",
-        type=float,
-        default=10.0,
-        help="seconds between merge rounds of --backend ray; 0: only on POST /v1/merge "
-        "(default: 10)",
-    )
-
-
-def _export_log_options(p: argparse.ArgumentParser) -> None:
-    """``export-log``: the state folder, the format and the file."""
-    p.add_argument("state", type=Path, help="the state folder of deepbandits serve")
-    p.add_argument(
-        "--format", choices=("parquet", "csv"), default="parquet", help="default: parquet"
-    )
-    p.add_argument("--out", type=Path, required=True, help="the file to write")
 
 
 def _ope_options(p: argparse.ArgumentParser) -> None:

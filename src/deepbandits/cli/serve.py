@@ -8,9 +8,89 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
+from deepbandits.cli.arguments import SPEC_HELP, port_number, positive_int
 from deepbandits.errors import InputValueError
+
+
+def add_serve_options(p: argparse.ArgumentParser) -> None:
+    """The ``serve`` command's options: the state folder, the policy or checkpoint, the server
+    and Ray Serve."""
+    from deepbandits.serve import MAX_BODY_BYTES
+
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--policy", default=None, help=f"policy of a new state folder, {SPEC_HELP}")
+    source.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="a file written by policy.save, served in a new state folder",
+    )
+    p.add_argument(
+        "--state", type=Path, required=True, help="state folder: event log and checkpoints"
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, this machine only)",
+    )
+    p.add_argument(
+        "--port", type=port_number, default=8000, help="port (default: 8000; 0: a free one)"
+    )
+    p.add_argument(
+        "--token",
+        default=None,
+        help="require 'Authorization: Bearer TOKEN' on every endpoint but /v1/health "
+        "(default: $DEEPBANDITS_TOKEN, else none)",
+    )
+    p.add_argument(
+        "--durability",
+        choices=("normal", "full"),
+        default="normal",
+        help="normal: a commit survives the process being killed; full: it also survives a "
+        "power loss (an fsync per commit) (default: normal)",
+    )
+    p.add_argument(
+        "--snapshot-every",
+        type=positive_int,
+        default=None,
+        help="write a checkpoint every N decisions and rewards (default: only on "
+        "POST /v1/snapshot and on stop)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=positive_int,
+        default=MAX_BODY_BYTES,
+        help=f"largest request body accepted, larger ones get 413 (default: {MAX_BODY_BYTES})",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local: one process; ray: --replicas replicas on Ray Serve, each with its own log "
+        "in STATE/replica-<i>, sharing what they learn by merge rounds (default: local)",
+    )
+    p.add_argument(
+        "--replicas", type=positive_int, default=2, help="replicas of --backend ray (default: 2)"
+    )
+    p.add_argument(
+        "--merge-every",
+        type=float,
+        default=10.0,
+        help="seconds between merge rounds of --backend ray; 0: only on POST /v1/merge "
+        "(default: 10)",
+    )
+
+
+def add_export_log_options(p: argparse.ArgumentParser) -> None:
+    """The ``export-log`` command's options: the state folder, the format and the file."""
+    p.add_argument("state", type=Path, help="the state folder of deepbandits serve")
+    p.add_argument(
+        "--format", choices=("parquet", "csv"), default="parquet", help="default: parquet"
+    )
+    p.add_argument("--out", type=Path, required=True, help="the file to write")
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
