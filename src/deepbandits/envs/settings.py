@@ -178,12 +178,18 @@ _SHUTTLE: dict[str, dict[str, Any]] = {
 #: 4: Neural-σ²-LinUCB's α = 0.1 gave 2,747 and 2,856, α = 0.3 2,804 and 2,832 (against 2,820
 #: and 2,802 at 0.02): no clear change; at 0.02 its widths chose another arm than the one of
 #: the largest mean in 6 of seed 0's 10,000 rounds (the run record's ``mean_gap``). Not kept.
+#: Eleventh round, the ridge prior, two candidates per network on seeds 0, 4, 5, 6: Neural-σ²-LinUCB
+#: λ = 4 2,761.0 and λ = 16 2,818.0 (against 2,841.0 at 1; λ = 4 lower on every seed), so it takes
+#: λ = 4: its rounds weigh 1/σ̄² ≥ 4 (Eq. 13's bound is at most 1/4), so at λ = 1 its prior is a
+#: quarter or less of one round, where Neural-LinUCB's (unit weights) is one round. Neural-LinUCB
+#: λ = 4 2,856.5 and λ = 16 2,937.8 (keeps 1: 2,787.2), NeuralUCB λ = 4 2,867.5
+#: and λ = 16 2,860.5 (keeps 1: 2,859.0).
 _COVERTYPE: dict[str, dict[str, Any]] = {
     "*": _papers("covertype"),
     "linucb": _INTERCEPT,
     "neural-ucb": {**_papers("covertype"), **_DEFAULT_SCHEDULE, "lr": 0.005},
     "neural-linucb": {"lr": 0.005},
-    "neural-sigma2-linucb": {"range_confidence": 2.0},
+    "neural-sigma2-linucb": {"range_confidence": 2.0, "lam": 4.0},
 }
 
 #: CIFAR-10: the ridge family's schedule of the other datasets, for every network. Under the
@@ -221,8 +227,18 @@ RECOMMENDED: dict[str, dict[str, dict[str, Any]]] = {
 #: Eq. 13 → c = 2: synth26 2,380.0 → 2,190.0, digits 260.0 → 283.0, synth2 1,415.3 → 1,390.3,
 #: and no arm locked out on any of seeds 0–4 (a larger α instead: 0.1 gave 2,410.3, 260.0 and
 #: 1,404.3; 0.3 gave 2,302.7 with an arm locked out on one seed, 264.3 and 1,399.0).
+#:
+#: Neural-LinUCB takes the ridge prior λ = 1/4 (eleventh round, seeds 2, 3, 4): synth26 2,631.7 →
+#: 2,272.7 (arms locked out 2, 2, 4 → 0, 1, 1), digits 297.0 → 277.3, synth2 1,383.3 → 1,369.7;
+#: λ = 1/16 gave 2,464.7, 306.3 and 1,369.7. With unit weights its λ = 1 is one round's worth of
+#: prior, where Neural-σ²-LinUCB's rounds weigh 1/σ̄² ≥ 4, so its λ = 1 is a quarter of a round or
+#: less: a weak prior leaves a direction of φ few rounds have filled its width. Neural-σ²-LinUCB
+#: with λ = 4 was worse (2,867.3 with arms locked out, 313.7, 1,395.3), and LinUCB found no λ
+#: better on every table (0.1: 2,888.7, 509.7, 2,108.7; 0.01: 2,546.0, 611.0, 2,078.3; against
+#: 2,941.7, 451.3, 2,032.0 at 1).
 OWN_DATA: dict[str, dict[str, Any]] = {
     "linucb": {"intercept": True},
+    "neural-linucb": {"lam": 0.25},
     "neural-sigma2-linucb": {"range_confidence": 2.0},
 }
 
