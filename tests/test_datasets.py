@@ -489,3 +489,26 @@ def test_your_own_data_gets_the_intercept_the_weak_prior_and_the_range_confidenc
     assert paper.policy_defaults == {} and paper.policy_defaults_for("linucb") == {}
     assert paper.policy_defaults_for("neural-sigma2-linucb") == {}
     assert db.make_policy("neural-linucb", env=paper).get_params()["lam"] == 1.0
+
+
+def test_covertypes_prior_reaches_neural_sigma2_linucb_alone_and_not_the_papers_settings(tmp_path):
+    """Covertype's recommended λ = 4 (eleventh round of the records) is Neural-σ²-LinUCB's only:
+    its rounds weigh 1/σ̄² ≥ 4, the other networks' weigh 1; ``settings="paper"`` keeps λ = 1."""
+    import deepbandits as db
+
+    make_covertype(tmp_path, np.random.default_rng(3))
+    env = db.make_env("covertype", data_dir=tmp_path, download=False)
+    lam = {
+        name: db.make_policy(name, env=env).get_params()["lam"]
+        for name in ("neural-sigma2-linucb", "neural-linucb", "neural-ucb", "linucb")
+    }
+    assert lam == {
+        "neural-sigma2-linucb": 4.0,
+        "neural-linucb": 1.0,
+        "neural-ucb": 1.0,
+        "linucb": 1.0,
+    }
+    mine = db.make_policy("neural-sigma2-linucb", env=env, lam=2.0)
+    assert mine.get_params()["lam"] == 2.0  # the user's wins
+    paper = db.make_env("covertype", data_dir=tmp_path, download=False, settings="paper")
+    assert db.make_policy("neural-sigma2-linucb", env=paper).get_params()["lam"] == 1.0
