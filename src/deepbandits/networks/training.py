@@ -260,8 +260,26 @@ def block_sorted(batches: torch.Tensor, slots: NDArray[np.int64]) -> torch.Tenso
     return torch.as_tensor(np.take_along_axis(idx, order, axis=1)).to(batches.device)
 
 
+def autograd_gradients(
+    net: torch.nn.Module,
+    params: list[torch.Tensor],
+    x: Any,
+    loss: str,
+    theta: torch.Tensor,
+    reward: torch.Tensor,
+    A_inv: torch.Tensor | None,
+) -> tuple[torch.Tensor, list[Gradient]]:
+    """The minibatch loss and its gradient for each of ``params``, by autograd: the path of a
+    network other than :class:`~deepbandits.networks.mlp.MLP` (a convolutional trunk)."""
+    with torch.enable_grad():
+        out = net(x)
+        value, g = loss_and_grad(loss, out.detach(), theta, reward, A_inv)
+        grads = torch.autograd.grad(out, params, g)
+    return value, list(grads)
+
+
 def train_feature_map(
-    net: MLP,
+    net: torch.nn.Module,
     history: History,
     theta: NDArray[np.float64],
     A_inv: NDArray[np.float64],
@@ -279,7 +297,8 @@ def train_feature_map(
     head. Minibatches are drawn uniformly with replacement from all rounds played so far.
     The gradient of the ReLU network is computed by an explicit backward pass
     (:func:`loss_and_grad`, then :mod:`deepbandits.networks.gradients`), about three times faster
-    than autograd for networks this small; plain SGD is applied in place, other optimizers
+    than autograd for networks this small (a :class:`~deepbandits.networks.conv.ConvNet` uses
+    autograd: :func:`autograd_gradients`); plain SGD is applied in place, other optimizers
     through their ``step``. With ``max_grad_norm``, a minibatch gradient whose global L2 norm
     exceeds it is scaled down to that norm before the step. Returns the mean loss of the last
     minibatch.
@@ -309,19 +328,24 @@ def train_feature_map(
     group = optimizer.param_groups[0]
     manual_sgd = isinstance(optimizer, PlainSGD)
     lr, wd = group["lr"], group["weight_decay"]
-    factored = manual_sgd and not wd and isinstance(X, BlockInput)
+    explicit = isinstance(net, MLP)
+    factored = explicit and manual_sgd and not wd and isinstance(X, BlockInput)
     value = torch.tensor(math.nan)
     with torch.no_grad():
         for s in range(steps):
             idx = batches[s]
-            pres, acts = forward_cache(net, X.take(idx) if isinstance(X, BlockInput) else X[idx])
+            xb = X.take(idx) if isinstance(X, BlockInput) else X[idx]
             if shared:
                 th, Ai = theta_t[0], (A_inv_t[0] if A_inv_t is not None else None)
             else:
                 hb = heads[idx]
                 th, Ai = theta_t[hb], (A_inv_t[hb] if A_inv_t is not None else None)
-            value, g = loss_and_grad(loss, acts[-1], th, r[idx], Ai)
-            grads = summed_gradients(backpropagate(net, pres, g), acts, buffers, factored)
+            if not explicit:
+                value, grads = autograd_gradients(net, params, xb, loss, th, r[idx], Ai)
+            else:
+                pres, acts = forward_cache(net, xb)
+                value, g = loss_and_grad(loss, acts[-1], th, r[idx], Ai)
+                grads = summed_gradients(backpropagate(net, pres, g), acts, buffers, factored)
             if factored:
                 sgd_step_(params, grads, lr * clip_scale(grads, max_grad_norm))
                 continue

@@ -31,6 +31,7 @@ from deepbandits._validation import (
     check_reward_range,
 )
 from deepbandits.errors import DeepBanditsError, InputTypeError, InputValueError
+from deepbandits.networks.conv import NETWORKS
 from deepbandits.networks.optimizer import OPTIMIZERS
 from deepbandits.networks.schedule import SCHEDULES
 from deepbandits.policies.space import Param
@@ -310,6 +311,13 @@ DISCOUNT_SPECS: dict[str, Spec] = {
     "discount_every": Spec("int", "rewards learned between two discounts", low=1),
 }
 DISCOUNT_DEFAULTS: dict[str, Any] = {"discount": 1.0, "discount_every": 100}
+
+#: The architecture of a feature map's network (:data:`~deepbandits.networks.conv.NETWORKS`).
+NETWORK_SPEC = Spec(
+    "choice",
+    "feature network: perceptron, or a LeNet-5 trunk on image contexts first",
+    choices=NETWORKS,
+)
 
 #: The parameters of every network (``NETWORK_PARAMS`` of :mod:`deepbandits.networks.learner`).
 NETWORK_SPECS: dict[str, Spec] = {

@@ -20,6 +20,7 @@ from deepbandits.policies.params import (
     HORIZON_SPEC,
     LAM_SPEC,
     M_SPEC,
+    NETWORK_SPEC,
     NETWORK_SPECS,
     R_SPEC,
     RANGE_CONFIDENCE_SPEC,
@@ -95,6 +96,7 @@ NEURAL_SPECS: dict[str, Spec] = {
     **RIDGE_SPECS,
     **NETWORK_SPECS,
     "feature_dim": Spec("int", "feature dimension d′ of φ", low=1),
+    "network": NETWORK_SPEC,
     "loss": Spec("choice", "network loss: MSE (Eq. 6) or likelihood (Eq. 14)", choices=LOSSES),
     "refit_on_update": Spec("bool", "refit A and b on the new features after a training"),
     "lam_warmup": Spec("bool", "scale λ by the mean weight until t₀"),
@@ -125,6 +127,7 @@ NEURAL_DEFAULTS: dict[str, Any] = {
     "train_schedule": "neural-linear",
     "weight_decay": 0.005,
     "feature_dim": 20,
+    "network": "mlp",
     "loss": "mse",
     "refit_on_update": False,
     "lam_warmup": True,
@@ -191,7 +194,7 @@ def ridge_family(p: dict[str, Any], options: dict[str, Any]) -> RidgeUCB:
     else:
         explore = UCB(p["alpha"], p["delta"], p["M"])
     features: Any = (
-        NetworkFeatures(p["feature_dim"], p["hidden"], p["n_layers"], p["device"])
+        NetworkFeatures(p["feature_dim"], p["hidden"], p["n_layers"], p["device"], p["network"])
         if neural
         else IdentityFeatures(p["intercept"])
     )

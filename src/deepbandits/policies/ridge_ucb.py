@@ -181,7 +181,7 @@ class RidgeUCB(Policy):
         generator = None
         if self.trainer is not None:
             self.torch_gen_ = generator = seeded_generator(self._params["seed"])
-        features.initialize(X.shape[1], by_block, generator)
+        features.initialize(X.shape[1], by_block, generator, getattr(X, "block_dim", None))
         if self.trainer is not None:
             self.trainer.initialize(features.network_, X.shape[1])
         self.variance.initialize(self._params["horizon"])

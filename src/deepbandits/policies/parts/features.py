@@ -24,9 +24,10 @@ import torch
 from numpy.typing import NDArray
 
 from deepbandits.encoding import BlockContexts, Contexts
+from deepbandits.networks.conv import ConvNet
 from deepbandits.networks.learner import check_device
 from deepbandits.networks.mlp import MLP, as_input
-from deepbandits.policies.params import NETWORK_SPECS, Spec
+from deepbandits.policies.params import NETWORK_SPEC, NETWORK_SPECS, Spec
 from deepbandits.policies.parts.part import Part, part
 
 Array = NDArray[np.float64]
@@ -42,7 +43,11 @@ class FeatureMap(Protocol):
         """The feature dimension d′ for contexts of ``n_features`` columns."""
         ...
 
-    def initialize(self, n_features: int, blockwise: bool, generator: Any) -> None: ...
+    def initialize(
+        self, n_features: int, blockwise: bool, generator: Any, block_dim: int | None = None
+    ) -> None:
+        """Fresh state for contexts of ``n_features`` columns (blocks of ``block_dim``)."""
+        ...
 
     def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
         """Features of every row, and each row's block when the head keeps one per block."""
@@ -81,7 +86,9 @@ class IdentityFeatures(Part):
     def out_dim(self, n_features: int) -> int:
         return n_features + int(self.intercept)
 
-    def initialize(self, n_features: int, blockwise: bool, generator: Any) -> None:
+    def initialize(
+        self, n_features: int, blockwise: bool, generator: Any, block_dim: int | None = None
+    ) -> None:
         self.blockwise_ = blockwise
 
     def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
@@ -110,7 +117,8 @@ def with_ones(X: Array) -> Array:
 
 @part
 class NetworkFeatures(Part):
-    """φ(x; w): the ReLU output layer of an MLP (Eq. 7).
+    """φ(x; w): the ReLU output layer of an MLP (Eq. 7), on the raw context or on what a
+    convolutional trunk extracts from it.
 
     Parameters
     ----------
@@ -122,6 +130,10 @@ class NetworkFeatures(Part):
         Number of layers L.
     device : str, default="cpu"
         Torch device of the network ("cuda" when available).
+    network : {"mlp", "lenet"}, default="mlp"
+        ``"mlp"``: the perceptron of Eq. 7 on the context. ``"lenet"``: a LeNet-5 trunk on each
+        arm's context, which must be a square image of 1 or 3 channels, then that perceptron
+        (:class:`~deepbandits.networks.conv.ConvNet`).
     """
 
     raw: ClassVar[bool] = False
@@ -130,15 +142,17 @@ class NetworkFeatures(Part):
         "hidden": NETWORK_SPECS["hidden"],
         "n_layers": NETWORK_SPECS["n_layers"],
         "device": NETWORK_SPECS["device"],
+        "network": NETWORK_SPEC,
     }
 
     dim: int = 20
     hidden: int = 100
     n_layers: int = 2
     device: str = "cpu"
+    network: str = "mlp"
 
     def __post_init__(self) -> None:
-        self.network_: MLP | None = None
+        self.network_: MLP | ConvNet | None = None
 
     def _check(self) -> None:
         self.device_ = check_device(self.device)
@@ -146,9 +160,20 @@ class NetworkFeatures(Part):
     def out_dim(self, n_features: int) -> int:
         return int(self.dim)
 
-    def initialize(self, n_features: int, blockwise: bool, generator: torch.Generator) -> None:
+    def initialize(
+        self,
+        n_features: int,
+        blockwise: bool,
+        generator: torch.Generator,
+        block_dim: int | None = None,
+    ) -> None:
         """A new network; its initial weights are drawn from ``generator``."""
-        network = MLP(n_features, self.hidden, self.n_layers, self.dim, generator, True)
+        network: MLP | ConvNet
+        if self.network == "lenet":
+            block = n_features if block_dim is None else block_dim
+            network = ConvNet(n_features, block, self.hidden, self.n_layers, self.dim, generator)
+        else:
+            network = MLP(n_features, self.hidden, self.n_layers, self.dim, generator, True)
         self.network_ = network.to(self.device_).eval()
 
     def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
