@@ -133,3 +133,39 @@ def test_a_lenet_policy_saves_loads_and_replays_bit_for_bit(tmp_path):
     play(again, np.random.default_rng(0), 12)
     X, _ = bright_quadrant_round(np.random.default_rng(2))
     np.testing.assert_array_equal(again.predict(X)[1], policy.predict(X)[1])
+
+
+@pytest.mark.parametrize("mode", ["diag", "full"])
+def test_neural_ucb_on_lenet_scores_with_the_autograd_gradients(mode):
+    """NeuralUCB's widths on a ConvNet are ‖g/√m‖ over Z, with g from autograd per arm, and a
+    played arm's width shrinks by exactly the rank-one update (diag: g² added to Z's diagonal)."""
+    policy = db.make_policy(
+        "neural-ucb",
+        network="lenet",
+        hidden=8,
+        seed=0,
+        mode=mode,
+        max_full_params=100_000,
+        train_start=10**6,
+        lam=1.0,
+    )
+    X, _ = bright_quadrant_round(np.random.default_rng(0))
+    mean, width = policy.predict(X)
+    net = policy.learner_.network
+    grads = []
+    for k in range(4):
+        net.zero_grad()
+        out = net(as_input(X[k], CPU))[0, 0]
+        out.backward()
+        grads.append(torch.cat([p.grad.flatten() for p in net.parameters()]).double())
+        assert float(out.detach()) == pytest.approx(mean[k], rel=1e-6, abs=1e-7)
+    g = torch.stack(grads).numpy()
+    m = 8.0
+    np.testing.assert_allclose(width, np.sqrt((g * g).sum(axis=1) / m), rtol=1e-5)
+    policy.update(X, 2, 1.0)
+    z = 1.0 + g[2] ** 2 / m
+    expected = np.sqrt((g * g / z).sum(axis=1) / m) if mode == "diag" else None
+    if mode == "full":
+        Z = np.eye(len(g[2])) + np.outer(g[2], g[2]) / m
+        expected = np.sqrt(np.einsum("bi,bi->b", g @ np.linalg.inv(Z), g) / m)
+    np.testing.assert_allclose(policy.predict(X)[1], expected, rtol=1e-4)

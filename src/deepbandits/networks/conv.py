@@ -110,6 +110,10 @@ class ConvNet(nn.Module):
                         bound = 1.0 / math.sqrt(layer.weight[0].numel())
                         layer.weight.uniform_(-bound, bound, generator=generator)
 
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
     def forward(self, x: NetInput) -> torch.Tensor:
         """Outputs for the rows of ``x`` (``[n, in_dim]`` or a :class:`BlockInput`)."""
         if isinstance(x, BlockInput):
@@ -118,3 +122,21 @@ class ConvNet(nn.Module):
         n = x.shape[0]
         h = self.trunk(x.reshape(n * self.n_blocks, *self.shape))
         return self.head(h.reshape(n, self.n_blocks * self.trunk_dim))
+
+
+def build_network(
+    network: str,
+    in_dim: int,
+    hidden: int,
+    n_layers: int,
+    out_dim: int,
+    generator: torch.Generator | None,
+    output_activation: bool,
+    block_dim: int | None = None,
+) -> MLP | ConvNet:
+    """A new network of the architecture ``network`` (:data:`NETWORKS`) for contexts of
+    ``in_dim`` columns (blocks of ``block_dim``; ``in_dim`` when None)."""
+    if network == "lenet":
+        block = in_dim if block_dim is None else block_dim
+        return ConvNet(in_dim, block, hidden, n_layers, out_dim, generator, output_activation)
+    return MLP(in_dim, hidden, n_layers, out_dim, generator, output_activation)

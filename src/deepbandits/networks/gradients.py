@@ -99,8 +99,26 @@ def output_gradients(net: MLP, x: NetInput) -> tuple[torch.Tensor, list[torch.Te
     return acts[-1][:, 0], deltas, acts
 
 
-def per_sample_gradients(net: MLP, x: NetInput) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_gradients(net: torch.nn.Module, x: NetInput) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """f(x_b; w) ``[B]`` and, for each parameter, ∇ f(x_b; w) of every row ``[B, *shape]``, by
+    autograd one row at a time: the path of a network without an explicit backward pass (a
+    :class:`~deepbandits.networks.conv.ConvNet`)."""
+    params = list(net.parameters())
+    outputs, grads = [], []
+    with torch.enable_grad():
+        for b in range(x.shape[0]):
+            row = x.take(torch.tensor([b])) if isinstance(x, BlockInput) else x[b : b + 1]
+            out = net(row)[0, 0]
+            grads.append(torch.autograd.grad(out, params))
+            outputs.append(out.detach())
+    return torch.stack(outputs), [torch.stack(g) for g in zip(*grads, strict=True)]
+
+
+def per_sample_gradients(net: torch.nn.Module, x: NetInput) -> tuple[torch.Tensor, torch.Tensor]:
     """f(x_b; w) and ∇_w f(x_b; w) for every row of ``x`` in one pass: ``([B], [B, p])``."""
+    if not isinstance(net, MLP):
+        f, grads = sample_gradients(net, x)
+        return f, torch.cat([g.flatten(1) for g in grads], dim=1)
     f, deltas, acts = output_gradients(net, x.dense() if isinstance(x, BlockInput) else x)
     B = x.shape[0]
     parts = []
@@ -135,4 +153,15 @@ def diagonal_quadratic_form(
         else:
             total += ((d2 @ inv_diag[2 * i]) * a2).sum(dim=1)
         total += d2 @ inv_diag[2 * i + 1]
+    return total
+
+
+def diagonal_quadratic_form_of(
+    grads: list[torch.Tensor], z_diag: list[torch.Tensor]
+) -> torch.Tensor:
+    """gᵀ diag(z)⁻¹ g for each row's gradient, given as per-parameter tensors ``[B, *shape]``
+    (:func:`sample_gradients`) and z of each parameter ``[*shape]``."""
+    total = torch.zeros(grads[0].shape[0], dtype=z_diag[0].dtype, device=grads[0].device)
+    for g, z in zip(grads, z_diag, strict=True):
+        total += ((g * g).to(z.dtype) / z).flatten(1).sum(dim=1)
     return total

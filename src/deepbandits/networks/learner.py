@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from deepbandits._validation import check_choice
 from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
+from deepbandits.networks.conv import ConvNet, build_network
 from deepbandits.networks.mlp import MLP, as_input
 from deepbandits.networks.optimizer import make_optimizer
 from deepbandits.networks.schedule import TrainSchedule, resolve_schedule
@@ -36,6 +37,7 @@ DEFAULT_MAX_HISTORY = 100_000
 #: Parameters every neural policy accepts, with their defaults (documented in
 #: :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`).
 NETWORK_PARAMS: dict[str, Any] = {
+    "network": "mlp",
     "hidden": 100,
     "n_layers": 2,
     "train_schedule": "default",
@@ -116,7 +118,7 @@ class NetworkLearner:
 
     Parameters
     ----------
-    network : MLP
+    network : MLP or ConvNet
         The network trained (a feature map's, or a reward model).
     in_dim : int
         Context dimension (of the history's rows).
@@ -126,7 +128,7 @@ class NetworkLearner:
 
     def __init__(
         self,
-        network: MLP,
+        network: MLP | ConvNet,
         in_dim: int,
         *,
         optimizer: str,
@@ -156,11 +158,20 @@ class NetworkLearner:
         params: dict[str, Any],
         device: torch.device,
         generator: torch.Generator,
+        block_dim: int | None = None,
     ) -> NetworkLearner:
-        """A new :class:`~deepbandits.networks.mlp.MLP` (``hidden``, ``n_layers`` of
-        ``params``, initial weights from ``generator``) with its learner."""
-        network = MLP(
-            in_dim, params["hidden"], params["n_layers"], out_dim, generator, output_activation
+        """A new network (``network``, ``hidden``, ``n_layers`` of ``params``, initial weights
+        from ``generator``; :func:`~deepbandits.networks.conv.build_network`) with its learner,
+        for contexts of ``in_dim`` columns in blocks of ``block_dim``."""
+        network = build_network(
+            params["network"],
+            in_dim,
+            params["hidden"],
+            params["n_layers"],
+            out_dim,
+            generator,
+            output_activation,
+            block_dim,
         )
         network.to(device).eval()
         return cls(

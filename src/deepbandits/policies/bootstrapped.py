@@ -37,8 +37,8 @@ class BootstrappedNN(Policy):
     ----------
     n_models : int, default=5
         Ensemble size.
-    hidden, n_layers, train_schedule, train_every, train_start, warmup_every, train_steps,
-    batch_size, optimizer, lr, weight_decay, max_grad_norm, max_history, device
+    network, hidden, n_layers, train_schedule, train_every, train_start, warmup_every,
+    train_steps, batch_size, optimizer, lr, weight_decay, max_grad_norm, max_history, device
         Each member's network and training, as in
         :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit` (output: one linear unit).
     seed : int, optional
@@ -80,6 +80,7 @@ class BootstrappedNN(Policy):
                 params=self._params,
                 device=self.device_,
                 generator=self._torch_gen,
+                block_dim=getattr(X, "block_dim", None),
             )
             for _ in range(self._params["n_models"])
         ]

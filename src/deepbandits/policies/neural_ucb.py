@@ -27,8 +27,10 @@ from deepbandits.errors import InputValueError
 from deepbandits.linalg.ridge import RidgeState
 from deepbandits.networks.gradients import (
     diagonal_quadratic_form,
+    diagonal_quadratic_form_of,
     output_gradients,
     per_sample_gradients,
+    sample_gradients,
     squared,
 )
 from deepbandits.networks.learner import (
@@ -37,7 +39,7 @@ from deepbandits.networks.learner import (
     check_network_params,
     seeded_generator,
 )
-from deepbandits.networks.mlp import add_outer_, as_input
+from deepbandits.networks.mlp import MLP, add_outer_, as_input
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, context_rows
 from deepbandits.policies.params import (
     ALPHA_SPEC,
@@ -78,11 +80,12 @@ class NeuralGradientBandit(Policy):
         Largest parameter count accepted by ``mode="full"`` (Z⁻¹ takes 8p² bytes).
     refresh_every : int, default=500
         ``mode="full"``: rank-one updates between exact re-inversions of Z.
-    hidden, n_layers, train_schedule, train_every, train_start, warmup_every, train_steps,
-    batch_size, optimizer, lr, weight_decay, max_grad_norm, max_history, device
+    network, hidden, n_layers, train_schedule, train_every, train_start, warmup_every,
+    train_steps, batch_size, optimizer, lr, weight_decay, max_grad_norm, max_history, device
         The network and its training, as in
         :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`; the output is one
-        linear unit and m = ``hidden`` in the 1/m scaling.
+        linear unit and m = ``hidden`` in the 1/m scaling. With ``network="lenet"`` the
+        gradient features cover the convolutions too, computed by autograd one arm at a time.
     seed : int, optional
         Seeds the network, the minibatches, the Thompson samples and tie-breaking.
     """
@@ -142,6 +145,7 @@ class NeuralGradientBandit(Policy):
             params=p,
             device=self.device_,
             generator=self._torch_gen,
+            block_dim=getattr(X, "block_dim", None),
         )
         self.n_params_ = self.learner_.network.n_params
         self._m = float(p["hidden"])
@@ -169,7 +173,10 @@ class NeuralGradientBandit(Policy):
         """f(x) and ‖g(x)/√m‖_{Z⁻¹} for every arm, from one batched backward pass."""
         net = self.learner_.network
         with torch.no_grad():
-            if self.z_ is None:
+            if self.z_ is None and not isinstance(net, MLP):
+                f, grads = sample_gradients(net, as_input(X, self.device_))
+                quad = diagonal_quadratic_form_of(grads, self.z_diag_).cpu().numpy()
+            elif self.z_ is None:
                 f, deltas, acts = output_gradients(net, as_input(X, self.device_))
                 inv = [1.0 / z for z in self.z_diag_]
                 quad = diagonal_quadratic_form(deltas, acts, inv).cpu().numpy()
@@ -202,7 +209,11 @@ class NeuralGradientBandit(Policy):
         context = feedback.obs.context
         x = as_input(context_rows(context), self.device_)
         with torch.no_grad():
-            if self.z_ is None:  # Z += g gᵀ/m, diagonal part: δ² ⊗ a² per layer
+            if self.z_ is None and not isinstance(net, MLP):  # Z += g gᵀ/m, diagonal part
+                _, grads = sample_gradients(net, x)
+                for z, g in zip(self.z_diag_, grads, strict=True):
+                    z += (g[0] * g[0]).to(torch.float64) / self._m
+            elif self.z_ is None:  # Z += g gᵀ/m, diagonal part: δ² ⊗ a² per layer
                 _, deltas, acts = output_gradients(net, x)
                 for i, (delta, a) in enumerate(zip(deltas, acts, strict=False)):
                     d2 = (delta * delta).to(torch.float64) / self._m

@@ -312,15 +312,13 @@ DISCOUNT_SPECS: dict[str, Spec] = {
 }
 DISCOUNT_DEFAULTS: dict[str, Any] = {"discount": 1.0, "discount_every": 100}
 
-#: The architecture of a feature map's network (:data:`~deepbandits.networks.conv.NETWORKS`).
-NETWORK_SPEC = Spec(
-    "choice",
-    "feature network: perceptron, or a LeNet-5 trunk on image contexts first",
-    choices=NETWORKS,
-)
-
 #: The parameters of every network (``NETWORK_PARAMS`` of :mod:`deepbandits.networks.learner`).
 NETWORK_SPECS: dict[str, Spec] = {
+    "network": Spec(
+        "choice",
+        "architecture: perceptron, or a LeNet-5 trunk on image contexts first",
+        choices=NETWORKS,
+    ),
     "hidden": Spec("int", "width m of the hidden layers", low=1),
     "n_layers": Spec("int", "number of layers L", low=1),
     "train_schedule": Spec("choice", "named training schedule", choices=tuple(SCHEDULES)),

@@ -24,10 +24,10 @@ import torch
 from numpy.typing import NDArray
 
 from deepbandits.encoding import BlockContexts, Contexts
-from deepbandits.networks.conv import ConvNet
+from deepbandits.networks.conv import ConvNet, build_network
 from deepbandits.networks.learner import check_device
 from deepbandits.networks.mlp import MLP, as_input
-from deepbandits.policies.params import NETWORK_SPEC, NETWORK_SPECS, Spec
+from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.parts.part import Part, part
 
 Array = NDArray[np.float64]
@@ -142,7 +142,7 @@ class NetworkFeatures(Part):
         "hidden": NETWORK_SPECS["hidden"],
         "n_layers": NETWORK_SPECS["n_layers"],
         "device": NETWORK_SPECS["device"],
-        "network": NETWORK_SPEC,
+        "network": NETWORK_SPECS["network"],
     }
 
     dim: int = 20
@@ -168,12 +168,16 @@ class NetworkFeatures(Part):
         block_dim: int | None = None,
     ) -> None:
         """A new network; its initial weights are drawn from ``generator``."""
-        network: MLP | ConvNet
-        if self.network == "lenet":
-            block = n_features if block_dim is None else block_dim
-            network = ConvNet(n_features, block, self.hidden, self.n_layers, self.dim, generator)
-        else:
-            network = MLP(n_features, self.hidden, self.n_layers, self.dim, generator, True)
+        network = build_network(
+            self.network,
+            n_features,
+            self.hidden,
+            self.n_layers,
+            self.dim,
+            generator,
+            True,
+            block_dim,
+        )
         self.network_ = network.to(self.device_).eval()
 
     def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
