@@ -135,10 +135,14 @@ def test_a_lenet_policy_saves_loads_and_replays_bit_for_bit(tmp_path):
     np.testing.assert_array_equal(again.predict(X)[1], policy.predict(X)[1])
 
 
-@pytest.mark.parametrize("mode", ["diag", "full"])
-def test_neural_ucb_on_lenet_scores_with_the_autograd_gradients(mode):
+@pytest.mark.parametrize(
+    ("mode", "contexts"), [("diag", "blocks"), ("full", "blocks"), ("diag", "images")]
+)
+def test_neural_ucb_on_lenet_scores_with_the_autograd_gradients(mode, contexts):
     """NeuralUCB's widths on a ConvNet are ‖g/√m‖ over Z, with g from autograd per arm, and a
-    played arm's width shrinks by exactly the rank-one update (diag: g² added to Z's diagonal)."""
+    played arm's width shrinks by exactly the rank-one update (diag: g² added to Z's diagonal).
+    The vmapped gradients are checked on block-encoded rows and on dense rows (here each arm's
+    context is an image of its own)."""
     policy = db.make_policy(
         "neural-ucb",
         network="lenet",
@@ -150,12 +154,14 @@ def test_neural_ucb_on_lenet_scores_with_the_autograd_gradients(mode):
         lam=1.0,
     )
     X, _ = bright_quadrant_round(np.random.default_rng(0))
+    if contexts == "images":
+        X = np.random.default_rng(1).standard_normal((4, D))
     mean, width = policy.predict(X)
     net = policy.learner_.network
     grads = []
     for k in range(4):
         net.zero_grad()
-        out = net(as_input(X[k], CPU))[0, 0]
+        out = net(as_input(X[[k]], CPU))[0, 0]
         out.backward()
         grads.append(torch.cat([p.grad.flatten() for p in net.parameters()]).double())
         assert float(out.detach()) == pytest.approx(mean[k], rel=1e-6, abs=1e-7)

@@ -114,8 +114,15 @@ class ConvNet(nn.Module):
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, x: NetInput) -> torch.Tensor:
-        """Outputs for the rows of ``x`` (``[n, in_dim]`` or a :class:`BlockInput`)."""
+    def forward(self, x: NetInput, slots_onehot: torch.Tensor | None = None) -> torch.Tensor:
+        """Outputs for the rows of ``x`` (``[n, in_dim]`` or a :class:`BlockInput`).
+
+        With ``slots_onehot`` (``[n, n_blocks]``), ``x`` is ``[n, block_dim]``: row i is one
+        image in the block its one-hot row names, the form that ``torch.func.vmap`` can batch
+        (:func:`~deepbandits.networks.gradients.sample_gradients`)."""
+        if slots_onehot is not None:
+            h = self.trunk(x.reshape(-1, *self.shape))
+            return self.head((slots_onehot[:, :, None] * h[:, None, :]).reshape(len(h), -1))
         if isinstance(x, BlockInput):
             h = self.trunk(x.blocks.reshape(-1, *self.shape))
             return self.head(BlockInput(h, x.slots, x.n_blocks))

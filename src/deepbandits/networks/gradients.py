@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.func import functional_call, grad_and_value, vmap
 
 from deepbandits.errors import InputValueError
 from deepbandits.networks.mlp import (
@@ -101,17 +102,28 @@ def output_gradients(net: MLP, x: NetInput) -> tuple[torch.Tensor, list[torch.Te
 
 def sample_gradients(net: torch.nn.Module, x: NetInput) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """f(x_b; w) ``[B]`` and, for each parameter, ∇ f(x_b; w) of every row ``[B, *shape]``, by
-    autograd one row at a time: the path of a network without an explicit backward pass (a
-    :class:`~deepbandits.networks.conv.ConvNet`)."""
-    params = list(net.parameters())
-    outputs, grads = [], []
-    with torch.enable_grad():
-        for b in range(x.shape[0]):
-            row = x.take(torch.tensor([b])) if isinstance(x, BlockInput) else x[b : b + 1]
-            out = net(row)[0, 0]
-            grads.append(torch.autograd.grad(out, params))
-            outputs.append(out.detach())
-    return torch.stack(outputs), [torch.stack(g) for g in zip(*grads, strict=True)]
+    ``torch.func`` (the gradient of one row's output, vmapped over the rows): the path of a
+    network without an explicit backward pass (a :class:`~deepbandits.networks.conv.ConvNet`;
+    a block-encoded row goes in as its one image and the one-hot of its block)."""
+    params = {name: p.detach() for name, p in net.named_parameters()}
+    if isinstance(x, BlockInput):
+        slots = torch.as_tensor(x.slots, device=x.blocks.device)
+        hot = torch.nn.functional.one_hot(slots, x.n_blocks).to(x.blocks.dtype)
+
+        def block_output(
+            p: dict[str, torch.Tensor], image: torch.Tensor, h: torch.Tensor
+        ) -> torch.Tensor:
+            return functional_call(net, p, (image[None], h[None]))[0, 0]
+
+        step = vmap(grad_and_value(block_output), in_dims=(None, 0, 0))
+        grads, f = step(params, x.blocks, hot)
+    else:
+
+        def row_output(p: dict[str, torch.Tensor], row: torch.Tensor) -> torch.Tensor:
+            return functional_call(net, p, (row[None],))[0, 0]
+
+        grads, f = vmap(grad_and_value(row_output), in_dims=(None, 0))(params, x)
+    return f, [grads[name] for name in params]
 
 
 def per_sample_gradients(net: torch.nn.Module, x: NetInput) -> tuple[torch.Tensor, torch.Tensor]:
