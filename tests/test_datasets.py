@@ -385,19 +385,20 @@ def test_a_dataset_gives_its_recommended_settings_and_the_papers_one_keyword_awa
     assert env.settings == "recommended" and env.preprocess == "standardize-global"
     assert env.policy_defaults == RECOMMENDED["mnist"]["*"]
     neural = db.make_policy("neural-sigma2-linucb", env=env).get_params()
-    assert (neural["lr"], neural["train_steps"], neural["refit_on_update"]) == (0.1, 300, True)
+    assert (neural["lr"], neural["train_steps"], neural["refit_on_update"]) == (0.1, 100, True)
     assert neural["lam"] == 1.0  # LinUCB's λ is LinUCB's alone
     assert (neural["range_confidence"], neural["alpha"]) == (1.0, 0.1)  # Neural-σ²-LinUCB's alone
     linear = db.make_policy("neural-linucb", env=env).get_params()
     assert (linear["range_confidence"], linear["alpha"]) == (0.0, 0.02)
-    ucb = db.make_policy("neural-ucb", env=env)  # EE-Net's network, λ, ν and warm-up
+    ucb = db.make_policy("neural-ucb", env=env)  # EE-Net's width, λ and ν on the LeNet trunk
     p = ucb.get_params()
     assert (p["hidden"], p["lam"], p["alpha"], p["lr"]) == (100, 0.001, 0.01, 0.1)
-    warmup = (2000, 1, 0.01)
-    assert (p["warmup_steps"], p["warmup_batch_size"], p["warmup_lr"]) == warmup
+    warmup = (100, 16, 0.05)  # every network's, on the LeNet trunk
+    for params in (p, neural, linear):
+        assert params["network"] == "lenet"
+        assert (params["warmup_steps"], params["warmup_batch_size"], params["warmup_lr"]) == warmup
     assert ucb.train_schedule_.training(999) == Training(*warmup)  # before t₀ = 1,000
-    assert ucb.train_schedule_.training(1000) == Training(300, 64)  # the ridge family's after
-    assert db.make_policy("neural-linucb", env=env).get_params()["warmup_steps"] is None
+    assert ucb.train_schedule_.training(1000) == Training(100, 64)  # the ridge family's after
     assert db.make_policy("linucb", env=env).get_params()["lam"] == 100.0
     assert db.make_policy("linucb", env=env, lam=2.0).get_params()["lam"] == 2.0  # the user's wins
 

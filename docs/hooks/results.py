@@ -35,7 +35,10 @@ MARKER = re.compile(r"<!-- generated: ([a-z-]+)((?: [^>]+?)?) -->")
 
 
 def mean_std(values: pd.Series, digits: int = 0, ddof: int = 0) -> str:
-    """``mean ± std`` (population std over the seeds unless ``ddof=1``)."""
+    """``mean ± std`` (population std over the seeds unless ``ddof=1``); the value alone when
+    there is one and the sample std is asked for."""
+    if len(values) <= ddof:
+        return f"{values.mean():,.{digits}f}"
     return f"{values.mean():,.{digits}f} ± {values.std(ddof=ddof):,.{digits}f}"
 
 
@@ -45,7 +48,9 @@ def listed(values: pd.Series, digits: int = 0) -> str:
 
 
 def span(values: pd.Series, digits: int = 0) -> str:
-    """``min–max`` of the values (the wall times of a group of runs)."""
+    """``min–max`` of the values (the wall times of a group of runs; one value alone)."""
+    if values.min() == values.max():
+        return f"{values.min():,.{digits}f}"
     return f"{values.min():,.{digits}f}–{values.max():,.{digits}f}"
 
 
@@ -303,6 +308,7 @@ def full_information_table() -> str:
         "disjoint": "the policies' network (a first layer per arm, squared error on every "
         "arm's reward)",
         "shared": "a classifier of the same size (one first layer, ten outputs, cross-entropy)",
+        "lenet": "that classifier behind a LeNet trunk (5×5 convolutions of 8 and 16 channels)",
     }
     lines = [
         "| learner (seeds) | t = 1,000 | t = 4,096 | T = 10,000 (per seed) | time per run |",

@@ -107,7 +107,7 @@ def sample_gradients(net: torch.nn.Module, x: NetInput) -> tuple[torch.Tensor, l
     a block-encoded row goes in as its one image and the one-hot of its block)."""
     params = {name: p.detach() for name, p in net.named_parameters()}
     if isinstance(x, BlockInput):
-        slots = torch.as_tensor(x.slots, device=x.blocks.device)
+        slots = torch.tensor(x.slots, device=x.blocks.device)
         hot = torch.nn.functional.one_hot(slots, x.n_blocks).to(x.blocks.dtype)
 
         def block_output(

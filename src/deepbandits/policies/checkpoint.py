@@ -137,6 +137,7 @@ def state_dict(policy: PolicyCore) -> dict[str, Any]:
         "rng": json.dumps(policy._rng.bit_generator.state),
         "t": policy.t_,
         "n_features_in": policy.n_features_in_,
+        "block_dim": policy.block_dim_,
         "state": policy._state() if policy.n_features_in_ is not None else {},
         "pending": policy.pending_.state_dict(),
     }
@@ -191,7 +192,9 @@ def load_state_dict(policy: PolicyCore, state: dict[str, Any]) -> None:
             policy._rng.bit_generator.state = json.loads(state["rng"])
             if state["n_features_in"] is not None:
                 policy.n_features_in_ = int(state["n_features_in"])
-                policy._initialize(np.zeros((1, policy.n_features_in_)))
+                block_dim = state.get("block_dim")  # files written before it have none
+                policy.block_dim_ = None if block_dim is None else int(block_dim)
+                policy._initialize(policy._initial_contexts())
                 policy._load_state(state["state"])
             policy.t_ = int(state["t"])
             if "pending" in state:  # files written before decisions existed have none

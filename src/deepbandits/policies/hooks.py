@@ -36,6 +36,7 @@ class PolicyCore(Protocol):
     documents each member)."""
 
     n_features_in_: int | None
+    block_dim_: int | None
     t_: int
     pending_: PendingDecisions
     parts: dict[str, Any]

@@ -180,6 +180,7 @@ class Policy(ABC):
                 self._recipe_params["seed"] = self._params["seed"]
         p = self._params
         self.n_features_in_: int | None = None
+        self.block_dim_: int | None = None
         self.t_ = 0
         self.pending_ = PendingDecisions(
             p["reward_timeout"], p["timeout_unit"], p["max_pending"], p["when_full"]
@@ -193,10 +194,11 @@ class Policy(ABC):
             X = X.dense()
         if self.n_features_in_ is None:
             self.n_features_in_ = X.shape[1]
+            self.block_dim_ = X.block_dim if isinstance(X, BlockContexts) else None
             try:
                 self._initialize(X)
             except DeepBanditsError:  # contexts the policy cannot take: it stays fresh
-                self.n_features_in_ = None
+                self.n_features_in_ = self.block_dim_ = None
                 raise
         return X
 
@@ -250,8 +252,13 @@ class Policy(ABC):
         return None
 
     def _initial_contexts(self) -> Contexts:
-        """Contexts that initialise a fresh policy like this one (merging into a fresh one)."""
+        """Contexts that initialise a fresh policy like this one (loading a checkpoint, merging
+        into a fresh one): one zero row, in blocks if the policy was fitted on blocks (a
+        convolutional network reads its image shape from the block)."""
         assert self.n_features_in_ is not None
+        if self.block_dim_ is not None:
+            n_blocks = self.n_features_in_ // self.block_dim_
+            return BlockContexts(np.zeros((1, self.block_dim_)), [0], n_blocks)
         return np.zeros((1, self.n_features_in_))
 
     def _merge(self, other: Policy, base: Policy | None) -> None:

@@ -29,12 +29,13 @@ class atomic:
     reward, where contextlib's overhead would be a tenth of the time of a LinUCB round.
     """
 
-    __slots__ = ("_dim", "_policy", "_read_only", "_state", "_t")
+    __slots__ = ("_block_dim", "_dim", "_policy", "_read_only", "_state", "_t")
 
     def __init__(self, policy: PolicyCore, *, rng: bool = False, read_only: bool = False) -> None:
         self._policy = policy
         self._read_only = read_only
         self._dim = policy.n_features_in_
+        self._block_dim = policy.block_dim_
         self._t = policy.t_
         keep = rng or read_only or policy._samples
         self._state = policy._rng.bit_generator.state if keep else None
@@ -46,6 +47,7 @@ class atomic:
         if kind is not None or self._read_only:
             policy = self._policy
             policy.n_features_in_ = self._dim
+            policy.block_dim_ = self._block_dim
             policy.t_ = self._t
             if self._state is not None:
                 policy._rng.bit_generator.state = self._state
