@@ -33,7 +33,12 @@ from deepbandits.policies.decision import NO_EXTRA
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation, arm_context
 from deepbandits.policies.params import HORIZON_SPEC, REWARD_RANGE_SPEC, Spec
 from deepbandits.policies.parts.explore import UCB, Situation, TheoryInputs
-from deepbandits.policies.parts.features import IdentityFeatures, NetworkFeatures, stack_contexts
+from deepbandits.policies.parts.features import (
+    IdentityFeatures,
+    NetworkFeatures,
+    initialize_features,
+    stack_contexts,
+)
 from deepbandits.policies.parts.heads import RidgeHead
 from deepbandits.policies.parts.trainer import check_refit
 from deepbandits.policies.parts.variance import (
@@ -181,7 +186,9 @@ class RidgeUCB(Policy):
         generator = None
         if self.trainer is not None:
             self.torch_gen_ = generator = seeded_generator(self._params["seed"])
-        features.initialize(X.shape[1], by_block, generator, getattr(X, "block_dim", None))
+        initialize_features(
+            features, X.shape[1], by_block, generator, getattr(X, "block_dim", None)
+        )
         if self.trainer is not None:
             self.trainer.initialize(features.network_, X.shape[1])
         self.variance.initialize(self._params["horizon"])

@@ -17,6 +17,7 @@ scored without forming the gradients.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -43,10 +44,10 @@ class FeatureMap(Protocol):
         """The feature dimension d′ for contexts of ``n_features`` columns."""
         ...
 
-    def initialize(
-        self, n_features: int, blockwise: bool, generator: Any, block_dim: int | None = None
-    ) -> None:
-        """Fresh state for contexts of ``n_features`` columns (blocks of ``block_dim``)."""
+    def initialize(self, n_features: int, blockwise: bool, generator: Any) -> None:
+        """Fresh state for contexts of ``n_features`` columns. A feature map whose
+        ``initialize`` also takes the keyword ``block_dim`` is given the width of one block of
+        block-encoded contexts (:func:`initialize_features`)."""
         ...
 
     def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
@@ -86,9 +87,7 @@ class IdentityFeatures(Part):
     def out_dim(self, n_features: int) -> int:
         return n_features + int(self.intercept)
 
-    def initialize(
-        self, n_features: int, blockwise: bool, generator: Any, block_dim: int | None = None
-    ) -> None:
+    def initialize(self, n_features: int, blockwise: bool, generator: Any) -> None:
         self.blockwise_ = blockwise
 
     def transform(self, X: Contexts) -> tuple[Array, NDArray[np.int64] | None]:
@@ -108,6 +107,22 @@ class IdentityFeatures(Part):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.blockwise_ = bool(state["blockwise"])
+
+
+def initialize_features(
+    features: FeatureMap,
+    n_features: int,
+    blockwise: bool,
+    generator: Any,
+    block_dim: int | None,
+) -> None:
+    """``features.initialize(n_features, blockwise, generator)``, with ``block_dim`` too when
+    its ``initialize`` takes it (a network that reads an image's shape from the block), so that
+    feature maps written for the three-argument form keep working."""
+    if "block_dim" in inspect.signature(features.initialize).parameters:
+        features.initialize(n_features, blockwise, generator, block_dim=block_dim)  # type: ignore[call-arg]
+    else:
+        features.initialize(n_features, blockwise, generator)
 
 
 def with_ones(X: Array) -> Array:
