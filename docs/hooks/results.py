@@ -321,7 +321,8 @@ def full_information_table() -> str:
         for network, group in runs.groupby("network", sort=False)
     ]
     regret = ["", "regret_4096", "final_regret", "wall_seconds"]
-    rows.append(("Neural-σ²-LinUCB, one reward per round", bandit, regret))
+    label = "Neural-σ²-LinUCB, one reward per round (today's settings: the LeNet trunk)"
+    rows.append((label, bandit, regret))
     for label, group, (early, middle, final, seconds) in rows:
         at = [mean_std(group[c], 1, ddof=1) if c else "–" for c in (early, middle)]
         lines.append(seeds_row(label, group, at, final, seconds))

@@ -2,12 +2,12 @@
 the perceptron of Eq. 7 on what the trunk extracts.
 
 The paper's φ(x; w) is a perceptron on the raw context. On images it must learn from each pixel
-separately what a convolution shares across positions: told every label, the LeNet trunk made
-about a quarter fewer mistakes on MNIST's stream than the perceptron of the same schedule
-(``benchmarks/records_full_information.py``). Each block of a block-encoded context (one arm's
-image in the disjoint encoding) goes through the same trunk; the trunk's features keep the block
-layout, so the perceptron's first layer still has one block of weights per arm
-(:func:`~deepbandits.networks.mlp.block_linear`).
+separately what a convolution shares across positions: told every label, a LeNet classifier
+made 439 mistakes in 10,000 rounds of MNIST's seed-1 stream, the policies' disjoint perceptron
+610 on the same schedule (``benchmarks/records_full_information.py``). Each block of a
+block-encoded context (one arm's image in the disjoint encoding) goes through the same trunk;
+the trunk's features keep the block layout, so the perceptron's first layer still has one
+block of weights per arm (:func:`~deepbandits.networks.mlp.block_linear`).
 
 The convolutions have no bias, so an all-zero block maps to all-zero features: the dense form of
 a disjoint encoding and its block form give the same output up to rounding.
