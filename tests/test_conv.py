@@ -137,13 +137,20 @@ def test_a_lenet_policy_saves_loads_and_replays_bit_for_bit(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("mode", "contexts"), [("diag", "blocks"), ("full", "blocks"), ("diag", "images")]
+    ("mode", "contexts"),
+    [
+        ("diag", "blocks"),
+        ("full", "blocks"),
+        ("diag", "dense"),
+        ("full", "dense"),
+        ("diag", "images"),
+    ],
 )
 def test_neural_ucb_on_lenet_scores_with_the_autograd_gradients(mode, contexts):
     """NeuralUCB's widths on a ConvNet are ‖g/√m‖ over Z, with g from autograd per arm, and a
     played arm's width shrinks by exactly the rank-one update (diag: g² added to Z's diagonal).
-    The vmapped gradients are checked on block-encoded rows and on dense rows (here each arm's
-    context is an image of its own)."""
+    The trunk's pulled-back gradients are checked on block-encoded rows, on the same rows dense
+    (each row then sums its blocks' images) and on rows that are one image each."""
     policy = db.make_policy(
         "neural-ucb",
         network="lenet",
@@ -155,6 +162,8 @@ def test_neural_ucb_on_lenet_scores_with_the_autograd_gradients(mode, contexts):
         lam=1.0,
     )
     X, _ = bright_quadrant_round(np.random.default_rng(0))
+    if contexts == "dense":
+        X = X.dense()
     if contexts == "images":
         X = np.random.default_rng(1).standard_normal((4, D))
     mean, width = policy.predict(X)

@@ -114,21 +114,19 @@ class ConvNet(nn.Module):
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, x: NetInput, slots_onehot: torch.Tensor | None = None) -> torch.Tensor:
-        """Outputs for the rows of ``x`` (``[n, in_dim]`` or a :class:`BlockInput`).
-
-        With ``slots_onehot`` (``[n, n_blocks]``), ``x`` is ``[n, block_dim]``: row i is one
-        image in the block its one-hot row names, the form that ``torch.func.vmap`` can batch
-        (:func:`~deepbandits.networks.gradients.sample_gradients`)."""
-        if slots_onehot is not None:
-            h = self.trunk(x.reshape(-1, *self.shape))
-            return self.head((slots_onehot[:, :, None] * h[:, None, :]).reshape(len(h), -1))
+    def trunk_input(self, x: NetInput) -> tuple[torch.Tensor, NetInput]:
+        """The images of ``x`` ``[m, c, s, s]`` (one per block row, or ``n·n_blocks`` for dense
+        rows) and the head's input: their trunk features in ``x``'s layout (block or dense)."""
         if isinstance(x, BlockInput):
-            h = self.trunk(x.blocks.reshape(-1, *self.shape))
-            return self.head(BlockInput(h, x.slots, x.n_blocks))
+            images = x.blocks.reshape(-1, *self.shape)
+            return images, BlockInput(self.trunk(images), x.slots, x.n_blocks)
         n = x.shape[0]
-        h = self.trunk(x.reshape(n * self.n_blocks, *self.shape))
-        return self.head(h.reshape(n, self.n_blocks * self.trunk_dim))
+        images = x.reshape(n * self.n_blocks, *self.shape)
+        return images, self.trunk(images).reshape(n, self.n_blocks * self.trunk_dim)
+
+    def forward(self, x: NetInput) -> torch.Tensor:
+        """Outputs for the rows of ``x`` (``[n, in_dim]`` or a :class:`BlockInput`)."""
+        return self.head(self.trunk_input(x)[1])  # type: ignore[no-any-return]
 
 
 def build_network(

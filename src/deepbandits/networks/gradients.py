@@ -3,7 +3,9 @@
 For the small networks of the paper an explicit chain rule is several times faster than autograd,
 and it gives per-sample gradients in one pass: the gradient of a linear layer for sample b is the
 outer product δ_b a_bᵀ of the back-propagated error δ_b and the layer's input a_b. The parameter
-order is that of ``MLP.parameters()`` (weight, then bias, layer by layer).
+order is that of ``MLP.parameters()`` (weight, then bias, layer by layer). A
+:class:`~deepbandits.networks.conv.ConvNet`'s perceptron takes the same path, and only its
+convolutional trunk is differentiated by ``torch.func`` (:func:`network_output_gradients`).
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.func import functional_call, grad_and_value, vmap
+from torch.func import functional_call, grad, vmap
 
 from deepbandits.errors import InputValueError
+from deepbandits.networks.conv import ConvNet
 from deepbandits.networks.mlp import (
     MLP,
     BlockInput,
@@ -100,42 +103,60 @@ def output_gradients(net: MLP, x: NetInput) -> tuple[torch.Tensor, list[torch.Te
     return acts[-1][:, 0], deltas, acts
 
 
-def sample_gradients(net: torch.nn.Module, x: NetInput) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """f(x_b; w) ``[B]`` and, for each parameter, ∇ f(x_b; w) of every row ``[B, *shape]``, by
-    ``torch.func`` (the gradient of one row's output, vmapped over the rows): the path of a
-    network without an explicit backward pass (a :class:`~deepbandits.networks.conv.ConvNet`;
-    a block-encoded row goes in as its one image and the one-hot of its block)."""
-    params = {name: p.detach() for name, p in net.named_parameters()}
-    if isinstance(x, BlockInput):
-        slots = torch.tensor(x.slots, device=x.blocks.device)
-        hot = torch.nn.functional.one_hot(slots, x.n_blocks).to(x.blocks.dtype)
+def trunk_gradients(
+    net: ConvNet, images: torch.Tensor, cotangents: torch.Tensor
+) -> list[torch.Tensor]:
+    """∇_θ ⟨trunk(image_b; θ), v_b⟩ for every image, for each trunk parameter ``[m, *shape]``:
+    the per-image vector-Jacobian products of the convolutional trunk, by ``torch.func`` (vmap
+    of one image's gradient)."""
+    params = {name: p.detach() for name, p in net.trunk.named_parameters()}
 
-        def block_output(
-            p: dict[str, torch.Tensor], image: torch.Tensor, h: torch.Tensor
-        ) -> torch.Tensor:
-            return functional_call(net, p, (image[None], h[None]))[0, 0]
+    def projected(p: dict[str, torch.Tensor], image: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return (functional_call(net.trunk, p, (image[None],))[0] * v).sum()
 
-        step = vmap(grad_and_value(block_output), in_dims=(None, 0, 0))
-        grads, f = step(params, x.blocks, hot)
-    else:
-
-        def row_output(p: dict[str, torch.Tensor], row: torch.Tensor) -> torch.Tensor:
-            return functional_call(net, p, (row[None],))[0, 0]
-
-        grads, f = vmap(grad_and_value(row_output), in_dims=(None, 0))(params, x)
-    return f, [grads[name] for name in params]
+    grads = vmap(grad(projected), in_dims=(None, 0, 0))(params, images, cotangents)
+    return [grads[name] for name in params]
 
 
-def per_sample_gradients(net: torch.nn.Module, x: NetInput) -> tuple[torch.Tensor, torch.Tensor]:
-    """f(x_b; w) and ∇_w f(x_b; w) for every row of ``x`` in one pass: ``([B], [B, p])``."""
-    if not isinstance(net, MLP):
-        f, grads = sample_gradients(net, x)
-        return f, torch.cat([g.flatten(1) for g in grads], dim=1)
-    f, deltas, acts = output_gradients(net, x.dense() if isinstance(x, BlockInput) else x)
-    B = x.shape[0]
-    parts = []
+def network_output_gradients(
+    net: MLP | ConvNet, x: NetInput
+) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor], list[Any]]:
+    """f(x_b; w) and the parts of ∇_w f(x_b; w): ``(f, trunk, deltas, acts)``.
+
+    ``deltas`` and ``acts`` are the perceptron's (:func:`output_gradients`: the gradient of
+    its layers without forming it); ``trunk`` holds, for a :class:`ConvNet`, each trunk
+    parameter's gradient of every row ``[B, *shape]`` (empty for an :class:`MLP`). The error
+    at the perceptron's input, δ₁W₁ restricted to each image's block, is pulled back through
+    the trunk (:func:`trunk_gradients`); the rows' images are summed for a dense row.
+    """
+    if isinstance(net, MLP):
+        f, deltas, acts = output_gradients(net, x)
+        return f, [], deltas, acts
+    images, head_input = net.trunk_input(x)
+    f, deltas, acts = output_gradients(net.head, head_input)
+    weight = net.head.layers[0].weight
+    if isinstance(head_input, BlockInput):
+        slots = torch.tensor(x.slots, device=weight.device)
+        blocks = weight.view(weight.shape[0], x.n_blocks, net.trunk_dim)[:, slots, :]
+        cotangents = torch.einsum("bh,hbd->bd", deltas[0], blocks)
+        return f, trunk_gradients(net, images, cotangents), deltas, acts
+    B = head_input.shape[0]
+    cotangents = (deltas[0] @ weight).reshape(len(images), net.trunk_dim)
+    grads = trunk_gradients(net, images, cotangents)
+    return f, [g.reshape(B, -1, *g.shape[1:]).sum(dim=1) for g in grads], deltas, acts
+
+
+def per_sample_gradients(net: MLP | ConvNet, x: NetInput) -> tuple[torch.Tensor, torch.Tensor]:
+    """f(x_b; w) and ∇_w f(x_b; w) for every row of ``x`` in one pass: ``([B], [B, p])``, in
+    ``net.parameters()`` order."""
+    if isinstance(x, BlockInput) and isinstance(net, MLP):
+        x = x.dense()
+    f, trunk, deltas, acts = network_output_gradients(net, x)
+    B = f.shape[0]
+    parts = [g.reshape(B, -1) for g in trunk]
     for delta, a in zip(deltas, acts, strict=False):
-        parts += [(delta[:, :, None] * a[:, None, :]).reshape(B, -1), delta]
+        dense = a.dense() if isinstance(a, BlockInput) else a
+        parts += [(delta[:, :, None] * dense[:, None, :]).reshape(B, -1), delta]
     return f, torch.cat(parts, dim=1)
 
 

@@ -28,9 +28,8 @@ from deepbandits.linalg.ridge import RidgeState
 from deepbandits.networks.gradients import (
     diagonal_quadratic_form,
     diagonal_quadratic_form_of,
-    output_gradients,
+    network_output_gradients,
     per_sample_gradients,
-    sample_gradients,
     squared,
 )
 from deepbandits.networks.learner import (
@@ -39,7 +38,7 @@ from deepbandits.networks.learner import (
     check_network_params,
     seeded_generator,
 )
-from deepbandits.networks.mlp import MLP, add_outer_, as_input
+from deepbandits.networks.mlp import add_outer_, as_input
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, context_rows
 from deepbandits.policies.params import (
     ALPHA_SPEC,
@@ -85,7 +84,8 @@ class NeuralGradientBandit(Policy):
         The network and its training, as in
         :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`; the output is one
         linear unit and m = ``hidden`` in the 1/m scaling. With ``network="lenet"`` the
-        gradient features cover the convolutions too, computed by autograd one arm at a time.
+        gradient features cover the convolutions too (the trunk's part by ``torch.func``,
+        :func:`~deepbandits.networks.gradients.network_output_gradients`).
     seed : int, optional
         Seeds the network, the minibatches, the Thompson samples and tie-breaking.
     """
@@ -173,13 +173,14 @@ class NeuralGradientBandit(Policy):
         """f(x) and ‖g(x)/√m‖_{Z⁻¹} for every arm, from one batched backward pass."""
         net = self.learner_.network
         with torch.no_grad():
-            if self.z_ is None and not isinstance(net, MLP):
-                f, grads = sample_gradients(net, as_input(X, self.device_))
-                quad = diagonal_quadratic_form_of(grads, self.z_diag_).cpu().numpy()
-            elif self.z_ is None:
-                f, deltas, acts = output_gradients(net, as_input(X, self.device_))
-                inv = [1.0 / z for z in self.z_diag_]
-                quad = diagonal_quadratic_form(deltas, acts, inv).cpu().numpy()
+            if self.z_ is None:
+                f, trunk, deltas, acts = network_output_gradients(net, as_input(X, self.device_))
+                k = len(trunk)  # the trunk's parameters come first in Z's diagonal
+                inv = [1.0 / z for z in self.z_diag_[k:]]
+                q = diagonal_quadratic_form(deltas, acts, inv)
+                if trunk:
+                    q = q + diagonal_quadratic_form_of(trunk, self.z_diag_[:k])
+                quad = q.cpu().numpy()
             else:
                 f, g = per_sample_gradients(net, as_input(X, self.device_))
                 g64 = g.to("cpu", torch.float64).numpy()
@@ -209,16 +210,15 @@ class NeuralGradientBandit(Policy):
         context = feedback.obs.context
         x = as_input(context_rows(context), self.device_)
         with torch.no_grad():
-            if self.z_ is None and not isinstance(net, MLP):  # Z += g gᵀ/m, diagonal part
-                _, grads = sample_gradients(net, x)
-                for z, g in zip(self.z_diag_, grads, strict=True):
+            if self.z_ is None:  # Z += g gᵀ/m, diagonal part: δ² ⊗ a² per perceptron layer
+                _, trunk, deltas, acts = network_output_gradients(net, x)
+                k = len(trunk)
+                for z, g in zip(self.z_diag_[:k], trunk, strict=True):
                     z += (g[0] * g[0]).to(torch.float64) / self._m
-            elif self.z_ is None:  # Z += g gᵀ/m, diagonal part: δ² ⊗ a² per layer
-                _, deltas, acts = output_gradients(net, x)
                 for i, (delta, a) in enumerate(zip(deltas, acts, strict=False)):
                     d2 = (delta * delta).to(torch.float64) / self._m
-                    add_outer_(self.z_diag_[2 * i], d2, squared(a, torch.float64))
-                    self.z_diag_[2 * i + 1] += d2[0]
+                    add_outer_(self.z_diag_[k + 2 * i], d2, squared(a, torch.float64))
+                    self.z_diag_[k + 2 * i + 1] += d2[0]
             else:
                 _, g = per_sample_gradients(net, x)
                 self.z_.update(g[0].to("cpu", torch.float64).numpy(), 0.0, 1.0 / self._m)
