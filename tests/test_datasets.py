@@ -386,12 +386,12 @@ def test_a_dataset_gives_its_recommended_settings_and_the_papers_one_keyword_awa
     neural = db.make_policy("neural-sigma2-linucb", env=env).get_params()
     assert (neural["lr"], neural["train_steps"], neural["refit_on_update"]) == (0.1, 100, True)
     assert neural["lam"] == 1.0  # LinUCB's λ is LinUCB's alone
-    assert (neural["range_confidence"], neural["alpha"]) == (1.0, 0.05)  # Neural-σ²-LinUCB's alone
+    assert (neural["range_confidence"], neural["alpha"]) == (1.0, 0.1)  # Neural-σ²-LinUCB's alone
     linear = db.make_policy("neural-linucb", env=env).get_params()
     assert (linear["range_confidence"], linear["alpha"]) == (0.0, 0.02)
-    ucb = db.make_policy("neural-ucb", env=env)  # EE-Net's width and λ, its own ν
+    ucb = db.make_policy("neural-ucb", env=env)  # EE-Net's width, λ and ν on the LeNet trunk
     p = ucb.get_params()
-    assert (p["hidden"], p["lam"], p["alpha"], p["lr"]) == (100, 0.001, 0.0025, 0.1)
+    assert (p["hidden"], p["lam"], p["alpha"], p["lr"]) == (100, 0.001, 0.01, 0.1)
     warmup = (100, 16, 0.05)  # every network's, on the LeNet trunk
     for params in (p, neural, linear):
         assert params["network"] == "lenet"
