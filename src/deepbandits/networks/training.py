@@ -324,11 +324,11 @@ def train_feature_map(
     if isinstance(X, BlockInput):
         batches = block_sorted(batches, X.slots)
     params = list(net.parameters())
-    buffers = [torch.empty_like(p) for p in params]
+    explicit = isinstance(net, MLP)
+    buffers = [torch.empty_like(p) for p in params] if explicit else []
     group = optimizer.param_groups[0]
     manual_sgd = isinstance(optimizer, PlainSGD)
     lr, wd = group["lr"], group["weight_decay"]
-    explicit = isinstance(net, MLP)
     factored = explicit and manual_sgd and not wd and isinstance(X, BlockInput)
     value = torch.tensor(math.nan)
     with torch.no_grad():
