@@ -193,7 +193,7 @@ def diagonal_quadratic_form_of(
     grads: list[torch.Tensor], z_diag: list[torch.Tensor]
 ) -> torch.Tensor:
     """gᵀ diag(z)⁻¹ g for each row's gradient, given as per-parameter tensors ``[B, *shape]``
-    (:func:`sample_gradients`) and z of each parameter ``[*shape]``."""
+    (:func:`trunk_gradients`) and z of each parameter ``[*shape]``."""
     total = torch.zeros(grads[0].shape[0], dtype=z_diag[0].dtype, device=grads[0].device)
     for g, z in zip(grads, z_diag, strict=True):
         total += ((g * g).to(z.dtype) / z).flatten(1).sum(dim=1)
