@@ -136,7 +136,10 @@ def test_a_search_space_outside_its_spec_is_refused_when_the_recipe_is_defined(s
 #: Values a parameter cannot take alone: the settings that make them valid.
 NEEDS = {("variance", "schedule"): {"schedule": "linear:1:0"}}
 #: Keywords that only apply with another's value (unless the policy fixes them).
-KEY_NEEDS = {"range_confidence": {"variance": "range"}}
+KEY_NEEDS = {
+    "range_confidence": {"variance": "range"},
+    "train_theta": {"refit_on_update": True, "optimizer": "sgd"},
+}
 #: Kinds generated below (str, pair and schedule values are tested by the examples above).
 GENERATED = ("real", "int", "bool", "choice")
 LARGE = 1e9

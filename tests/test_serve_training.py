@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 import deepbandits as db
 from deepbandits.serve import trainer_process, training
@@ -171,3 +172,37 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:  # an unreaped zombie is not running
         return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_training_off_the_request_path_trains_theta_as_one_in_learn_does():
+    """With train_theta, the copy the service trains steps θ with the network, as ``learn``'s
+    own training does: the same weights and, after the refit, the same A."""
+    params = dict(
+        hidden=8,
+        feature_dim=4,
+        train_start=5,
+        train_every=100000,
+        warmup_every=0,
+        train_steps=40,
+        batch_size=4,
+        refit_on_update=True,
+        seed=0,
+    )
+    rng = np.random.default_rng(0)
+    rounds = [(rng.standard_normal((3, 5)), float(rng.random())) for _ in range(5)]
+    inline, deferred, fixed = (
+        db.make_policy("neural-linucb", train_theta=t, **params) for t in (True, True, False)
+    )
+    training.trainer_of(deferred).defer()
+    for policy in (inline, deferred, fixed):
+        for X, reward in rounds:
+            policy.update(X, policy.select(X), reward)
+    assert training.trainer_of(deferred).due_ == 5
+    training.apply(deferred, training.run(training.prepare(deferred)))
+    weights = [
+        training.trainer_of(p).learner_.network.state_dict() for p in (inline, deferred, fixed)
+    ]
+    for key, value in weights[0].items():
+        assert torch.equal(value, weights[1][key])
+    assert not all(torch.equal(value, weights[2][key]) for key, value in weights[0].items())
+    np.testing.assert_array_equal(inline.ridge_.A, deferred.ridge_.A)

@@ -1,3 +1,4 @@
+import copy
 import math
 
 import numpy as np
@@ -5,13 +6,18 @@ import pytest
 import torch
 
 import deepbandits as db
-from deepbandits.errors import CheckpointError
-from deepbandits.networks.mlp import MLP
+from deepbandits.encoding import BlockContexts
+from deepbandits.errors import CheckpointError, InputValueError
+from deepbandits.networks.conv import ConvNet
+from deepbandits.networks.mlp import MLP, as_input
 from deepbandits.networks.optimizer import make_optimizer
 from deepbandits.networks.training import (
     History,
+    block_sorted,
     clip_to_norm,
     loss_and_grad,
+    loss_and_grads,
+    theta_gradient,
     train_feature_map,
 )
 
@@ -223,3 +229,145 @@ def test_plain_sgd_keeps_torch_sgds_state_dict_format_and_loads_one():
         fresh.load_state_dict(
             make_optimizer("sgd", list(ref.parameters())[:2], 0.1, 0).state_dict()
         )
+
+
+@pytest.mark.parametrize("loss", ["mse", "mle"])
+@pytest.mark.parametrize("per_head", [False, True])
+def test_theta_gradient_of_each_head_matches_autograd(loss, per_head):
+    """loss_and_grads' per-sample θ-gradients, summed by head, are the loss's gradient in θ."""
+    g = torch.Generator().manual_seed(3)
+    B, d, n_heads = 9, 4, 3
+    phi = torch.rand(B, d, generator=g, dtype=torch.float64)
+    r = torch.randn(B, generator=g, dtype=torch.float64)
+    M = torch.randn(d, d, generator=g, dtype=torch.float64)
+    A_inv = M @ M.T / d + 0.1 * torch.eye(d, dtype=torch.float64)
+    thetas = torch.randn(n_heads, d, generator=g, dtype=torch.float64, requires_grad=True)
+    heads = torch.tensor([0, 2, 2, 1, 0, 2, 1, 1, 0]) if per_head else None
+    theta = thetas[heads] if per_head else thetas[0]
+    value, grad, per_sample = loss_and_grads(loss, phi, theta.detach(), r, A_inv)
+    torch.testing.assert_close(grad, loss_and_grad(loss, phi, theta.detach(), r, A_inv)[1])
+    mean = (phi * theta).sum(1)
+    if loss == "mse":
+        ref = ((mean - r) ** 2).mean()
+    else:
+        v = torch.einsum("bi,ij,bj->b", phi, A_inv, phi)
+        ref = (0.5 * torch.log(2 * math.pi * v) + (r - mean) ** 2 / (2 * v)).mean()
+    ref.backward()
+    got = theta_gradient(per_sample, heads, n_heads)
+    want = thetas.grad if per_head else thetas.grad[:1]
+    assert float(value) == pytest.approx(float(ref.detach()))
+    assert float(want.abs().sum()) > 0
+    torch.testing.assert_close(got, want)
+
+
+def _rounds(D: int, n: int, n_heads: int, blocks: int | None) -> History:
+    """``n`` rounds of ``D`` features (in one of ``blocks`` blocks, if given), alternating heads."""
+    rng = np.random.default_rng(4)
+    hist = History(D * (blocks or 1))
+    for i in range(n):
+        x = 2 * rng.standard_normal(D) / np.sqrt(D)
+        row = BlockContexts(x[None], np.array([i % blocks]), blocks) if blocks else x
+        hist.append(row, float(rng.standard_normal()), 1.0, i % n_heads)
+    return hist
+
+
+@pytest.mark.parametrize(
+    ("network", "D", "blocks"), [("mlp", 5, None), ("mlp", 400, 3), ("lenet", 400, 3)]
+)
+@pytest.mark.parametrize("n_heads", [1, 2])
+def test_training_theta_too_equals_torch_sgd_on_the_network_and_theta(network, D, blocks, n_heads):
+    """train_theta=True: each step is torch's SGD step on the network's weights and a copy of
+    θ together (the explicit pass on dense and block rows, autograd on a ConvNet), clipped by
+    their joint norm; the θ given is left as it was, and θ fixed trains another network."""
+    d_feat, steps, batch, lr, clip = 6, 8, 6, 0.3, 2.0
+    hist = _rounds(D, 20, n_heads, blocks)
+    in_dim = D * (blocks or 1)
+    gen = torch.Generator().manual_seed(1)
+    start = (
+        ConvNet(in_dim, D, 6, 2, d_feat, gen)
+        if network == "lenet"
+        else MLP(in_dim, 7, 2, d_feat, gen)
+    )
+    theta = np.random.default_rng(5).standard_normal((n_heads, d_feat))
+    given = theta.copy()
+    A_inv = np.eye(d_feat)[None].repeat(n_heads, 0)
+    nets = []
+    for train_theta in (True, False):
+        net = copy.deepcopy(start)
+        train_feature_map(
+            net,
+            hist,
+            theta,
+            A_inv,
+            loss="mse",
+            steps=steps,
+            batch_size=batch,
+            optimizer=make_optimizer("sgd", net.parameters(), lr, 0.0),
+            generator=torch.Generator().manual_seed(6),
+            max_grad_norm=clip,
+            train_theta=train_theta,
+        )
+        nets.append(net)
+    np.testing.assert_array_equal(theta, given)
+    ref = copy.deepcopy(start)
+    th = torch.tensor(theta, dtype=torch.float32, requires_grad=True)
+    params = [*ref.parameters(), th]
+    ref_opt = torch.optim.SGD(params, lr=lr)
+    X_np, r_np, _, h_np = hist.view()
+    X = as_input(X_np, torch.device("cpu"))
+    r, heads = torch.as_tensor(r_np, dtype=torch.float32), torch.as_tensor(h_np)
+    batches = torch.randint(0, len(r), (steps, batch), generator=torch.Generator().manual_seed(6))
+    if blocks:
+        batches = block_sorted(batches, X.slots)
+    for idx in batches:
+        ref_opt.zero_grad()
+        xb = X.take(idx) if blocks else X[idx]
+        (((ref(xb) * th[heads[idx]]).sum(1) - r[idx]) ** 2).mean().backward()
+        torch.nn.utils.clip_grad_norm_(params, clip)
+        ref_opt.step()
+    for p, q in zip(nets[0].parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
+    assert any(
+        not torch.allclose(p, q, rtol=1e-3, atol=1e-4)
+        for p, q in zip(nets[0].parameters(), nets[1].parameters(), strict=True)
+    )
+
+
+def test_training_theta_too_needs_plain_sgd():
+    hist = _rounds(5, 10, 1, None)
+    net = MLP(5, 7, 2, 3, torch.Generator().manual_seed(1))
+    with pytest.raises(InputValueError, match="optimizer='sgd'"):
+        train_feature_map(
+            net,
+            hist,
+            np.ones((1, 3)),
+            np.eye(3)[None],
+            loss="mse",
+            steps=2,
+            batch_size=4,
+            optimizer=make_optimizer("adam", net.parameters(), 0.01, 0.0),
+            generator=torch.Generator().manual_seed(0),
+            train_theta=True,
+        )
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"train_theta": True}, "expected refit_on_update=True, got refit_on_update=False"),
+        (
+            {"train_theta": True, "refit_on_update": True, "optimizer": "adam"},
+            "expected optimizer='sgd', got optimizer='adam'",
+        ),
+    ],
+)
+def test_train_theta_is_refused_where_the_trained_theta_would_be_lost_and_changes_nothing(
+    params, message
+):
+    with pytest.raises(InputValueError, match=message):
+        db.make_policy("neural-sigma2-linucb", **params)
+    policy = db.make_policy("neural-linucb", seed=0)
+    with pytest.raises(InputValueError, match=message):
+        policy.set_params(**params)
+    assert policy.get_params()["train_theta"] is False
+    assert policy.get_params()["refit_on_update"] is False

@@ -200,8 +200,10 @@ class NetworkLearner:
         generator: torch.Generator,
         steps: int | None = None,
         t: int | None = None,
+        train_theta: bool = False,
     ) -> float:
-        """Train on the whole history with the head θ (and A⁻¹) fixed; the last minibatch loss.
+        """Train on the whole history with the head θ (and A⁻¹) fixed, or with a copy of θ
+        trained too (``train_theta``); the last minibatch loss.
 
         The schedule's training after round ``t`` (default: the rounds the history has seen)
         gives the number of steps (unless ``steps``), the minibatch size and the learning rate
@@ -232,6 +234,7 @@ class NetworkLearner:
                 optimizer=self.optimizer,
                 generator=generator,
                 max_grad_norm=self.max_grad_norm,
+                train_theta=train_theta,
             )
         finally:
             for group, lr in zip(groups, rates, strict=True):

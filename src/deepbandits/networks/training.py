@@ -1,7 +1,12 @@
-"""Training of the feature network with θ held fixed (Algorithm 1, lines 14–19).
+"""Training of the feature network with θ held fixed (Algorithm 1, lines 14–19), or trained
+with it.
 
 Losses: ``mse`` is Eq. 6, Σ (θᵀφ(xᵢ; w) − rᵢ)²; ``mle`` is the Gaussian negative log-likelihood
-of Eq. 14 with predictive variance φᵀA⁻¹φ. Both use θ (and A⁻¹) frozen at the start of the step.
+of Eq. 14 with predictive variance φᵀA⁻¹φ. Both use θ (and A⁻¹) frozen at the start of the step,
+unless θ is trained too (``train_theta``): then θ is one more parameter of the same SGD steps,
+starting from the ridge's θ, as the output layer of a network trained end to end (a reward
+model's, or the neural-linear baseline of Riquelme et al., 2018). The θ so trained only shapes
+φ: the ridge's θ is refitted on the new features afterwards (``refit_on_update``).
 """
 
 from __future__ import annotations
@@ -201,13 +206,29 @@ def loss_and_grad(
     v = φᵀA⁻¹φ (clamped below at 1e-6, where its gradient is zero). ``theta`` is ``[B, d′]`` or
     ``[d′]``; ``A_inv`` is ``[B, d′, d′]`` or ``[d′, d′]``.
     """
+    value, grad, _ = loss_and_grads(loss, phi, theta, reward, A_inv)
+    return value, grad
+
+
+def loss_and_grads(
+    loss: str,
+    phi: torch.Tensor,
+    theta: torch.Tensor,
+    reward: torch.Tensor,
+    A_inv: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`loss_and_grad`, and each sample's gradient with respect to θ (``[B, d′]``).
+
+    θ enters either loss only through the mean θᵀφ, so a sample's θ-gradient is the loss's
+    derivative in the mean times φ: 2(θᵀφ − r)/B · φ (Eq. 6), (θᵀφ − r)/(vB) · φ (Eq. 14).
+    """
     B = phi.shape[0]
     mean = (phi * theta).sum(dim=1)
     res = mean - reward
     if loss == "mse":
         value = (res * res).mean()
-        grad = (2.0 / B) * res[:, None] * theta
-        return value, grad
+        dmean = (2.0 / B) * res[:, None]
+        return value, dmean * theta, dmean * phi
     assert A_inv is not None
     Aphi = torch.einsum("bij,bj->bi", A_inv, phi) if A_inv.dim() == 3 else phi @ A_inv
     v_raw = (phi * Aphi).sum(dim=1)
@@ -215,7 +236,20 @@ def loss_and_grad(
     value = (0.5 * torch.log(2 * math.pi * v) + res * res / (2 * v)).mean()
     dv = (0.5 / v - res * res / (2 * v * v)) * (v_raw > MIN_VARIANCE)
     grad = ((res / v)[:, None] * theta + (2.0 * dv)[:, None] * Aphi) / B
-    return value, grad
+    return value, grad, (res / v)[:, None] * phi / B
+
+
+def theta_gradient(
+    per_sample: torch.Tensor, heads: torch.Tensor | None, n_heads: int
+) -> torch.Tensor:
+    """The minibatch gradient of each head's θ (``[n_heads, d′]``): the samples' θ-gradients
+    summed by head (``heads`` None: one shared θ)."""
+    if heads is None:
+        return per_sample.sum(dim=0, keepdim=True)
+    out = torch.zeros(
+        n_heads, per_sample.shape[1], dtype=per_sample.dtype, device=per_sample.device
+    )
+    return out.index_add_(0, heads, per_sample)
 
 
 def gradient_norm(grads: list[Gradient]) -> torch.Tensor:
@@ -268,14 +302,15 @@ def autograd_gradients(
     theta: torch.Tensor,
     reward: torch.Tensor,
     A_inv: torch.Tensor | None,
-) -> tuple[torch.Tensor, list[Gradient]]:
-    """The minibatch loss and its gradient for each of ``params``, by autograd: the path of a
-    network other than :class:`~deepbandits.networks.mlp.MLP` (a convolutional trunk)."""
+) -> tuple[torch.Tensor, list[Gradient], torch.Tensor]:
+    """The minibatch loss, its gradient for each of ``params`` and each sample's θ-gradient
+    (:func:`loss_and_grads`), by autograd: the path of a network other than
+    :class:`~deepbandits.networks.mlp.MLP` (a convolutional trunk)."""
     with torch.enable_grad():
         out = net(x)
-        value, g = loss_and_grad(loss, out.detach(), theta, reward, A_inv)
+        value, g, g_theta = loss_and_grads(loss, out.detach(), theta, reward, A_inv)
         grads = torch.autograd.grad(out, params, g)
-    return value, list(grads)
+    return value, list(grads), g_theta
 
 
 def train_feature_map(
@@ -290,8 +325,11 @@ def train_feature_map(
     optimizer: Optimizer,
     generator: torch.Generator,
     max_grad_norm: float | None = None,
+    train_theta: bool = False,
 ) -> float:
-    """Run ``steps`` minibatch steps on the whole history with θ (and A⁻¹) fixed.
+    """Run ``steps`` minibatch steps on the whole history with θ (and A⁻¹) fixed, or with θ
+    trained too (``train_theta``: a copy of ``theta``, by the same steps; ``theta`` itself is
+    left as it is).
 
     ``theta`` is ``[n_heads, d′]`` and ``A_inv`` ``[n_heads, d′, d′]``; each sample uses its own
     head. Minibatches are drawn uniformly with replacement from all rounds played so far.
@@ -300,8 +338,8 @@ def train_feature_map(
     than autograd for networks this small (a :class:`~deepbandits.networks.conv.ConvNet` uses
     autograd: :func:`autograd_gradients`); plain SGD is applied in place, other optimizers
     through their ``step``. With ``max_grad_norm``, a minibatch gradient whose global L2 norm
-    exceeds it is scaled down to that norm before the step. Returns the mean loss of the last
-    minibatch.
+    exceeds it is scaled down to that norm before the step (θ's gradient counted in, when
+    trained). Returns the mean loss of the last minibatch.
 
     On block-encoded contexts each minibatch is sorted by block, and plain SGD without weight
     decay keeps the first layer's gradient as its factors (:class:`BlockOuterSum`): its norm
@@ -328,6 +366,13 @@ def train_feature_map(
     buffers = [torch.empty_like(p) for p in params] if explicit else []
     group = optimizer.param_groups[0]
     manual_sgd = isinstance(optimizer, PlainSGD)
+    if train_theta and not manual_sgd:
+        raise InputValueError(
+            "train_theta=True steps θ by plain SGD with the network; expected optimizer='sgd', "
+            f"got {type(optimizer).__name__}"
+        )
+    thetas = theta_t.clone() if train_theta else theta_t
+    trained = [thetas] if train_theta else []
     lr, wd = group["lr"], group["weight_decay"]
     factored = explicit and manual_sgd and not wd and isinstance(X, BlockInput)
     value = torch.tensor(math.nan)
@@ -335,27 +380,29 @@ def train_feature_map(
         for s in range(steps):
             idx = batches[s]
             xb = X.take(idx) if isinstance(X, BlockInput) else X[idx]
-            if shared:
-                th, Ai = theta_t[0], (A_inv_t[0] if A_inv_t is not None else None)
+            hb = None if shared else heads[idx]
+            if hb is None:
+                th, Ai = thetas[0], (A_inv_t[0] if A_inv_t is not None else None)
             else:
-                hb = heads[idx]
-                th, Ai = theta_t[hb], (A_inv_t[hb] if A_inv_t is not None else None)
+                th, Ai = thetas[hb], (A_inv_t[hb] if A_inv_t is not None else None)
             if not explicit:
-                value, grads = autograd_gradients(net, params, xb, loss, th, r[idx], Ai)
+                value, grads, g_theta = autograd_gradients(net, params, xb, loss, th, r[idx], Ai)
             else:
                 pres, acts = forward_cache(net, xb)
-                value, g = loss_and_grad(loss, acts[-1], th, r[idx], Ai)
+                value, g, g_theta = loss_and_grads(loss, acts[-1], th, r[idx], Ai)
                 grads = summed_gradients(backpropagate(net, pres, g), acts, buffers, factored)
+            if train_theta:
+                grads = [*grads, theta_gradient(g_theta, hb, thetas.shape[0])]
             if factored:
-                sgd_step_(params, grads, lr * clip_scale(grads, max_grad_norm))
+                sgd_step_(params + trained, grads, lr * clip_scale(grads, max_grad_norm))
                 continue
             dense = [gp.dense() if isinstance(gp, BlockOuterSum) else gp for gp in grads]
             if max_grad_norm is not None:
                 clip_to_norm(dense, max_grad_norm)
             if manual_sgd:
                 if wd:
-                    torch._foreach_add_(dense, params, alpha=wd)
-                torch._foreach_add_(params, dense, alpha=-lr)
+                    torch._foreach_add_(dense, params + trained, alpha=wd)
+                torch._foreach_add_(params + trained, dense, alpha=-lr)
             else:
                 for p, gp in zip(params, dense, strict=True):
                     p.grad = gp

@@ -97,6 +97,7 @@ NEURAL_SPECS: dict[str, Spec] = {
     "feature_dim": Spec("int", "feature dimension d′ of φ", low=1),
     "loss": Spec("choice", "network loss: MSE (Eq. 6) or likelihood (Eq. 14)", choices=LOSSES),
     "refit_on_update": Spec("bool", "refit A and b on the new features after a training"),
+    "train_theta": Trainer.specs["train_theta"],
     "lam_warmup": Spec("bool", "scale λ by the mean weight until t₀"),
 }
 #: The defaults of the ridge-family networks (Neural-LinGreedy, Neural-LinUCB, Neural-σ²-LinUCB,
@@ -127,6 +128,7 @@ NEURAL_DEFAULTS: dict[str, Any] = {
     "feature_dim": 20,
     "loss": "mse",
     "refit_on_update": False,
+    "train_theta": False,
     "lam_warmup": True,
 }
 SAVE_SPECS: dict[str, Spec] = {

@@ -63,6 +63,7 @@ class TrainingJob:
     loss: str
     schedule: TrainSchedule
     snapshot_t: int
+    train_theta: bool = False
 
 
 def prepare(policy: Policy) -> TrainingJob:
@@ -80,6 +81,7 @@ def prepare(policy: Policy) -> TrainingJob:
         loss=trainer.loss,
         schedule=trainer.schedule_,
         snapshot_t=policy.t_,
+        train_theta=trainer.train_theta,
     )
 
 
@@ -89,7 +91,12 @@ def run(job: TrainingJob) -> dict[str, Any]:
     start = time.perf_counter()
     learner = job.learner
     learner.train(
-        job.theta, job.A_inv, loss=job.loss, schedule=job.schedule, generator=job.generator
+        job.theta,
+        job.A_inv,
+        loss=job.loss,
+        schedule=job.schedule,
+        generator=job.generator,
+        train_theta=job.train_theta,
     )
     return {
         "network": {k: v.detach().cpu().clone() for k, v in learner.network.state_dict().items()},

@@ -75,6 +75,14 @@ class Trainer(Part):
     refit_on_update : bool, default=False
         Recompute A and b with the new features after each training (False = Algorithm 1,
         where A and b keep the features each round was played with).
+    train_theta : bool, default=False
+        Train θ with w in each training (starting from the ridge's θ, by the same SGD steps), as
+        the output layer of a network trained end to end, instead of holding it fixed (Eq. 6,
+        Algorithm 1). The θ so trained only shapes φ: the ridge's θ is refitted on the new
+        features after the training, so it needs ``refit_on_update=True`` (and the plain SGD
+        optimizer). Where θ is fixed, a feature whose θ-coordinate is near 0 gets no gradient
+        and every feature must move toward the old θ's directions; trained with θ, the
+        network learns early what it can, as a reward model's output layer does.
     lam_warmup : bool, default=True
         During the warm-up (rounds t ≤ t₀) the head's prior is λₜ = λ·(f + (1 − f)·t/t₀) with
         f = min(1, mean observation weight so far), reaching λ at t₀: the weighted ridge of
@@ -87,6 +95,7 @@ class Trainer(Part):
         "loss": Spec("choice", "network loss: MSE (Eq. 6) or likelihood (Eq. 14)", choices=LOSSES),
         **{key: NETWORK_SPECS[key] for key in _TRAINING},
         "refit_on_update": Spec("bool", "refit A and b on the new features after a training"),
+        "train_theta": Spec("bool", "train θ with w (then refit), instead of holding it fixed"),
         "lam_warmup": Spec("bool", "scale λ by the mean weight until t₀"),
     }
 
@@ -106,6 +115,7 @@ class Trainer(Part):
     max_grad_norm: float | None = 10.0
     max_history: int | None = 100_000
     refit_on_update: bool = False
+    train_theta: bool = False
     lam_warmup: bool = True
 
     def __post_init__(self) -> None:
@@ -121,6 +131,17 @@ class Trainer(Part):
         self.deferred_ = bool(deferred)
 
     def _check(self) -> None:
+        if self.train_theta and not self.refit_on_update:
+            raise InputValueError(
+                "train_theta=True trains a copy of θ that only shapes φ; the ridge's θ must be "
+                "refitted on the new features after each training: expected "
+                "refit_on_update=True, got refit_on_update=False"
+            )
+        if self.train_theta and self.optimizer != "sgd":
+            raise InputValueError(
+                "train_theta=True steps θ by plain SGD with the network: expected "
+                f"optimizer='sgd', got optimizer={self.optimizer!r}"
+            )
         self.schedule_ = resolve_schedule(
             self.train_schedule, {k: getattr(self, k) for k in SCHEDULE_FIELDS}
         )
@@ -180,7 +201,8 @@ class Trainer(Part):
         generator: torch.Generator,
         steps: int | None = None,
     ) -> float:
-        """Train φ on the whole history with θ (and A⁻¹) fixed; returns the last minibatch loss."""
+        """Train φ on the whole history with θ (and A⁻¹) fixed, or with θ (``train_theta``);
+        returns the last minibatch loss."""
         learner, ridge = self.learner_, head.ridge_
         assert learner is not None and ridge is not None
         loss = learner.train(
@@ -190,6 +212,7 @@ class Trainer(Part):
             schedule=self.schedule_,
             generator=generator,
             steps=steps,
+            train_theta=self.train_theta,
         )
         if self.refit_on_update:
             X, r, w, h = learner.history.view()
