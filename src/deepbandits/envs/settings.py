@@ -217,7 +217,9 @@ _SHUTTLE: dict[str, dict[str, Any]] = {
 #: λ = 4: its rounds weigh 1/σ̄² ≥ 4 (Eq. 13's bound is at most 1/4), so at λ = 1 its prior is a
 #: quarter or less of one round, where Neural-LinUCB's (unit weights) is one round. Neural-LinUCB
 #: λ = 4 2,856.5 and λ = 16 2,937.8 (keeps 1: 2,787.2), NeuralUCB λ = 4 2,867.5
-#: and λ = 16 2,860.5 (keeps 1: 2,859.0).
+#: and λ = 16 2,860.5 (keeps 1: 2,859.0). Fourteenth round, seeds 0, 4, 5, 6: θ trained with
+#: the network (``refit_on_update=True, train_theta=True``) gave Neural-σ²-LinUCB 3,203.5 and
+#: Neural-LinUCB 3,081.0, worse on every seed: not taken.
 _COVERTYPE: dict[str, dict[str, Any]] = {
     "*": _papers("covertype"),
     "linucb": _INTERCEPT,
