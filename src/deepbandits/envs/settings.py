@@ -147,8 +147,10 @@ _LENET: dict[str, Any] = {
 #: Fourteenth round: θ trained with the network (``train_theta=True``) gave Neural-σ²-LinUCB 795
 #: and 901 and Neural-LinUCB 696 and 773 on seeds 0 and 4 (against 749 and 794, 786 and 705):
 #: not taken. Two runs of it that differ by float rounding only (at most 3e-8 in the weights
-#: after a training) ended 88 and 132 apart on the same seeds: a run here is chaotic in its
-#: rounding, and two seeds cannot resolve a change smaller than that.
+#: after a training) ended 88 and 132 apart on the same seeds, and such rounding replicas of the
+#: evaluation runs (seeds 1 and 2) moved Neural-σ²-LinUCB by 150 and 134, Neural-LinUCB by 109
+#: and 5, NeuralUCB by 6 and 3 (``records_mnist_rounding.csv``): the ridge family's runs here are
+#: chaotic in their rounding, and two seeds cannot resolve a change smaller than that.
 _MNIST: dict[str, dict[str, Any]] = {
     "*": {**_FREQUENT, **_LENET},
     "linucb": {"lam": 100.0},
