@@ -13,9 +13,10 @@ from deepbandits.networks.gradients import (
     output_gradients,
     summed_gradients,
 )
+from deepbandits.networks.history import History
 from deepbandits.networks.mlp import MLP, BlockInput, BlockOuterSum, as_input, first_layer
 from deepbandits.networks.optimizer import make_optimizer
-from deepbandits.networks.training import History, train_feature_map
+from deepbandits.networks.training import train_feature_map
 
 K, D = 4, 30
 

@@ -8,7 +8,7 @@ import deepbandits as db
 from conftest import SMALL_NET, SMALL_REWARD_NET, play
 from deepbandits.encoding import BlockContexts
 from deepbandits.errors import CheckpointError, InputTypeError, InputValueError
-from deepbandits.networks.training import History
+from deepbandits.networks.history import History
 
 #: every neural policy (each class of the hierarchy and each preset), for the parameter checks
 NEURAL_NAMES = [

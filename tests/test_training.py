@@ -9,10 +9,10 @@ import deepbandits as db
 from deepbandits.encoding import BlockContexts
 from deepbandits.errors import CheckpointError, InputValueError
 from deepbandits.networks.conv import ConvNet
+from deepbandits.networks.history import History
 from deepbandits.networks.mlp import MLP, as_input
 from deepbandits.networks.optimizer import make_optimizer
 from deepbandits.networks.training import (
-    History,
     block_sorted,
     clip_to_norm,
     loss_and_grad,

@@ -20,14 +20,11 @@ from deepbandits._validation import check_choice
 from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
 from deepbandits.networks.conv import ConvNet, build_network
+from deepbandits.networks.history import History
 from deepbandits.networks.mlp import MLP, as_input
 from deepbandits.networks.optimizer import make_optimizer
 from deepbandits.networks.schedule import TrainSchedule, resolve_schedule
-from deepbandits.networks.training import (
-    LOSSES,
-    History,
-    train_feature_map,
-)
+from deepbandits.networks.training import LOSSES, train_feature_map
 
 #: Rounds a network's training history keeps by default: above the longest run of the paper
 #: (T = 30,000), so every experiment of the paper trains on its whole history, bit for bit as
