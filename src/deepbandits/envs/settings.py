@@ -151,6 +151,9 @@ _LENET: dict[str, Any] = {
 #: evaluation runs (seeds 1 and 2) moved Neural-σ²-LinUCB by 150 and 134, Neural-LinUCB by 109
 #: and 5, NeuralUCB by 6 and 3 (``records_mnist_rounding.csv``): the ridge family's runs here are
 #: chaotic in their rounding, and two seeds cannot resolve a change smaller than that.
+#: Fifteenth round, runs of T = 1,000 on seeds 0 and 4–8 (``records_mnist_early.csv``):
+#: Neural-σ²-LinUCB 330.2 at t = 1,000, NeuralUCB 358.2; α = 0.3 gave 334.8 on seeds 0, 4, 5, 6
+#: (against 335.5) and α = 1 390.6 on seeds 0, 4–7 (against 334.8): α stays 0.1.
 _MNIST: dict[str, dict[str, Any]] = {
     "*": {**_FREQUENT, **_LENET},
     "linucb": {"lam": 100.0},
