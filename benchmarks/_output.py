@@ -1,11 +1,14 @@
 """What a benchmark prints, kept to be written into its results file (``benchmarks/results/``),
-which the manual includes: one helper for the scripts that print line by line."""
+which the manual includes: one helper for the scripts that print line by line, and one for
+those that add a row per run to a CSV."""
 
 from __future__ import annotations
 
 import time
 from datetime import date
 from pathlib import Path
+
+import pandas as pd
 
 from deepbandits._io import write_atomic
 
@@ -32,3 +35,12 @@ class Output:
             f"{seconds} s, {machine}: "
         )
         write_atomic(path, head + "\n".join(self.lines) + "\n")
+
+
+def append_row(path: Path, row: dict) -> None:
+    """Add ``row`` to the CSV at ``path`` (made if missing) through the atomic helper. The file
+    is read when writing, not when the script starts, so that scripts running in parallel each
+    keep the rows the others added."""
+    rows = [pd.read_csv(path)] if path.exists() else []
+    rows.append(pd.DataFrame([row]))
+    write_atomic(path, pd.concat(rows, ignore_index=True).to_csv(index=False))

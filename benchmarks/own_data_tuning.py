@@ -18,10 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
-import pandas as pd
-
 import deepbandits as db
-from deepbandits._io import write_atomic
+from _output import append_row
 from deepbandits.experiments.specs import parse_seeds
 from deepbandits.metrics import locked_out_arms, unplayed_arms
 from defaults import OWN_DATA, WINDOW, build_env
@@ -66,10 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = tune_row(env_name, spec, seed, args.T)
                 print(row, flush=True)
                 finals.setdefault((env_name, spec), []).append(row["regret"])
-                # read when writing: runs in parallel each add their rows
-                rows = [pd.read_csv(OUT)] if OUT.exists() else []
-                rows.append(pd.DataFrame([row]))
-                write_atomic(OUT, pd.concat(rows, ignore_index=True).to_csv(index=False))
+                append_row(OUT, row)
     for (env_name, spec), regrets in finals.items():
         print(f"{env_name} {spec}: {statistics.fmean(regrets):,.1f} over seeds {args.seeds}")
     return 0

@@ -19,13 +19,15 @@ they load (so each run is its own process):
 - ``baseline``: ``ATEN_CPU_CAPABILITY=default`` (torch's kernels without vector extensions),
   ``MKL_CBWR=COMPATIBLE``, ``ONEDNN_MAX_CPU_ISA=SSE41``, ``OPENBLAS_CORETYPE=Nehalem``.
 
-A set this CPU cannot run falls back to one it can; the row says which torch reported
-(``torch.backends.cpu.get_cpu_capability()``), and a set whose kernels came out the same as
-another's gives the same run, bit for bit. Appends one row per run to
-``benchmarks/results/records_<dataset>_rounding_kernels.csv``: the specification, the seed, the
-kernel set, the capability torch reported, the cumulative regret at t = 1,000, 4,096 and T, and
-the wall time. At the end it prints, per specification and seed, the final regrets and their
-range.
+A set whose instructions this CPU lacks (per ``/proc/cpuinfo``) is refused before anything
+runs; on a machine without that file (not Linux, or not x86) the variables are passed as given.
+Each row says which capability torch reported (``torch.backends.cpu.get_cpu_capability()``),
+and a set whose kernels came out the same as another's gives the same run, bit for bit.
+
+Appends one row per run to ``benchmarks/results/records_<dataset>_rounding_kernels.csv``: the
+specification, the seed, the kernel set, T, the capability torch reported, the cumulative regret
+at t = 1,000 and 4,096, the final regret and the wall time. At the end it prints, per
+specification and seed, the final regrets and their range.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from deepbandits._io import write_atomic
+from _output import append_row
 from deepbandits.experiments.specs import parse_seeds
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -61,6 +63,11 @@ KERNELS: dict[str, dict[str, str]] = {
     },
 }
 
+#: The CPU flags each set needs (as ``/proc/cpuinfo`` names them): OpenBLAS does not check
+#: them when a kernel is forced, and a forced kernel the CPU lacks stops on an illegal
+#: instruction (``.ci/run`` says the same of its kernels).
+NEEDS: dict[str, tuple[str, ...]] = {"native": (), "avx2": ("avx2", "fma"), "baseline": ("sse4_2",)}
+
 #: What the child process runs: one run, its marks as one line of JSON on stdout.
 _CHILD = """
 import json, sys, time
@@ -74,6 +81,18 @@ print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), **marks
                   "regret": float(cum.iloc[-1]),
                   "seconds": round(time.perf_counter() - start, 1)}))
 """
+
+
+def missing_flags(kernels: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
+    """The flags of :data:`NEEDS` that the CPU lacks for the set ``kernels`` (none when
+    ``cpuinfo`` cannot be read)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return []
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    flags = set(line.partition(":")[2].split())
+    return [flag for flag in NEEDS[kernels] if flag not in flags] if flags else []
 
 
 def run_row(dataset: str, spec: str, seed: int, T: int, kernels: str) -> dict:
@@ -100,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(kernel_sets) - set(KERNELS))
     if unknown:
         parser.error(f"--kernels: unknown {unknown}; expected some of {sorted(KERNELS)}")
+    for kernels in kernel_sets:
+        if lacking := missing_flags(kernels):
+            parser.error(f"--kernels: this CPU cannot run '{kernels}', it lacks {lacking}")
     out = RESULTS / f"records_{args.dataset}_rounding_kernels.csv"
     seeds = parse_seeds(args.seeds)
     jobs = [(spec, seed, k) for spec in args.specs for seed in seeds for k in kernel_sets]
@@ -110,10 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             row = future.result()
             print(row, flush=True)
             rows.append(row)
-            # read when writing: other runs of this script may add their rows meanwhile
-            old = [pd.read_csv(out)] if out.exists() else []
-            table = pd.concat([*old, pd.DataFrame([row])], ignore_index=True)
-            write_atomic(out, table.to_csv(index=False))
+            append_row(out, row)
     for (spec, seed), group in pd.DataFrame(rows).groupby(["spec", "seed"], sort=False):
         pairs = zip(group.kernels, group.regret, strict=True)
         finals = ", ".join(f"{k} {r:,.0f}" for k, r in pairs)

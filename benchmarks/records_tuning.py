@@ -24,10 +24,8 @@ import statistics
 import time
 from pathlib import Path
 
-import pandas as pd
-
 import deepbandits as db
-from deepbandits._io import write_atomic
+from _output import append_row
 from deepbandits.experiments.specs import parse_seeds
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -62,10 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             row = tune_row(args.dataset, spec, env_kw, seed, args.T)
             print(row, flush=True)
             finals.setdefault(spec, []).append(row["regret"])
-            # read when writing, not at the start: runs in parallel each add their rows
-            rows = [pd.read_csv(out)] if out.exists() else []
-            rows.append(pd.DataFrame([row]))
-            write_atomic(out, pd.concat(rows, ignore_index=True).to_csv(index=False))
+            append_row(out, row)
     for spec, regrets in finals.items():
         spread = f" ± {statistics.stdev(regrets):,.1f}" if len(regrets) > 1 else ""
         print(f"{spec}: {statistics.fmean(regrets):,.1f}{spread} over seeds {args.seeds}")
