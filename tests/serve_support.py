@@ -1,15 +1,17 @@
-"""What the service tests share: a real server on a free loopback port with a real client."""
+"""What the service tests share: a real server on a free loopback port with a real client, in
+this process or on Ray Serve (:class:`RayServe`)."""
 
 from __future__ import annotations
 
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,26 +31,107 @@ NEURAL = (
 )
 
 
+#: The options of :func:`create_app` (the rest go to the state).
+APP_OPTIONS = ("token", "max_body_bytes", "allowed_hosts", "body_timeout")
+
+
 @contextmanager
 def running(
     folder: Path,
     policy: str | None = None,
     *,
-    token: str | None = None,
-    max_body_bytes: int | None = None,
     snapshot: bool = False,
+    header_timeout: float | None = None,
     **options: Any,
 ) -> Iterator[tuple[ServiceState, ServiceClient]]:
     """A service on ``folder`` served on a free loopback port, and a client of it; on exit the
-    server stops and the state closes (with a checkpoint if ``snapshot``)."""
+    server stops and the state closes (with a checkpoint if ``snapshot``). ``options`` go to
+    :func:`create_app` (:data:`APP_OPTIONS`) and to the state."""
+    app_options = {k: options.pop(k) for k in APP_OPTIONS if options.get(k) is not None}
+    options = {k: v for k, v in options.items() if k not in APP_OPTIONS}
     state = ServiceState(folder, policy=policy, **options)
-    limits = {} if max_body_bytes is None else {"max_body_bytes": max_body_bytes}
-    app = create_app(state, token=token, **limits)
+    app = create_app(state, **app_options)
+    timeouts = {} if header_timeout is None else {"header_timeout": header_timeout}
     try:
-        with BackgroundServer(app) as server, ServiceClient(server.url, token=token) as client:
+        with (
+            BackgroundServer(app, **timeouts) as server,
+            ServiceClient(server.url, token=app_options.get("token")) as client,
+        ):
             yield state, client
     finally:
         state.close(snapshot=snapshot)
+
+
+def free_port() -> int:
+    with closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RayServe:
+    """A Ray instance with Serve's HTTP proxy on a free loopback port; :meth:`running` deploys
+    one service at a time at its root."""
+
+    APP = "deepbandits"
+
+    def __init__(self) -> None:
+        import ray
+        from ray import serve
+
+        from deepbandits.serve.ray_run import ray_init_options
+
+        ray.init(num_cpus=2, log_to_driver=False, **ray_init_options("127.0.0.1", None))
+        self.port = free_port()
+        serve.start(http_options={"host": "127.0.0.1", "port": self.port})
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    @contextmanager
+    def running(
+        self, folder: Path, policy: str, replicas: int = 1, **options: Any
+    ) -> Iterator[ServiceClient]:
+        """``replicas`` replicas of ``policy`` on ``folder`` (merges on ``POST /v1/merge``
+        only), and a client; ``options`` as :func:`running`'s app options."""
+        from ray import serve
+
+        from deepbandits.serve.ray_app import build_app
+
+        app = build_app(folder, policy, replicas, merge_every=None, **options)
+        serve.run(app, name=self.APP, route_prefix="/")
+        try:
+            with ServiceClient(self.url, token=options.get("token")) as client:
+                yield client
+        finally:
+            handle = serve.get_deployment_handle("ingress", app_name=self.APP)
+            handle.stop.remote().result(timeout_s=60)
+            serve.delete(self.APP)
+
+    def replica(self, i: int) -> Any:
+        """The handle of replica ``i`` of the service deployed now."""
+        from ray import serve
+
+        return serve.get_deployment_handle(f"replica-{i}", app_name=self.APP)
+
+    def close(self) -> None:
+        import ray
+        from ray import serve
+
+        serve.shutdown()
+        ray.shutdown()
+
+
+@contextmanager
+def serving(
+    backend: str, folder: Path, policy: str, ray_serve: RayServe | None = None, **options: Any
+) -> Iterator[ServiceClient]:
+    """A client of ``policy`` served on ``folder`` by ``backend`` ("local", or "ray" on
+    ``ray_serve`` with one replica); ``options`` as :func:`running`'s app options."""
+    if backend == "local":
+        with running(folder, policy, **options) as (_, client):
+            yield client
+    else:
+        assert ray_serve is not None
+        with ray_serve.running(folder, policy, 1, **options) as client:
+            yield client
 
 
 def contexts_stream(seed: int, n: int, K: int = 3, d: int = 5) -> list[np.ndarray]:

@@ -66,6 +66,15 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         help=f"largest request body accepted, larger ones get 413 (default: {MAX_BODY_BYTES})",
     )
     p.add_argument(
+        "--allowed-hosts",
+        type=host_list,
+        default=None,
+        metavar="HOST[,HOST...]",
+        help="answer only requests whose Host header names one of these (others get 421; "
+        "default: on a loopback --host, the loopback names localhost, 127.0.0.1 and ::1, which "
+        "stops a web page that rebinds its DNS name to 127.0.0.1; else any)",
+    )
+    p.add_argument(
         "--backend",
         choices=("local", "ray"),
         default="local",
@@ -82,6 +91,20 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         help="seconds between merge rounds of --backend ray; 0: only on POST /v1/merge "
         "(default: 10)",
     )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="the Ray cluster of --backend ray (default: $RAY_ADDRESS, else a Ray instance "
+        "started here, on loopback when --host is, with Ray's token authentication)",
+    )
+
+
+def host_list(text: str) -> list[str]:
+    """``--allowed-hosts``: comma-separated host names."""
+    hosts = [h.strip() for h in text.split(",") if h.strip()]
+    if not hosts:
+        raise argparse.ArgumentTypeError(f"expected host names separated by commas, got {text!r}")
+    return hosts
 
 
 def add_export_log_options(p: argparse.ArgumentParser) -> None:
@@ -105,6 +128,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
         return serve_ray(args)
     from deepbandits.serve.app import create_app
+    from deepbandits.serve.guard import loopback_hosts
     from deepbandits.serve.server import bind, is_loopback, run, url_of
     from deepbandits.serve.state import ServiceState
 
@@ -126,7 +150,12 @@ def serve_command(args: argparse.Namespace) -> int:
         raise
     url = url_of(sock)
     try:
-        app = create_app(state, token=token, max_body_bytes=args.max_body_bytes)
+        hosts = args.allowed_hosts
+        if hosts is None and is_loopback(args.host):
+            hosts = loopback_hosts()
+        app = create_app(
+            state, token=token, max_body_bytes=args.max_body_bytes, allowed_hosts=hosts
+        )
         health = state.health()
         print(
             f"deepbandits: serving {health['policy']} from {args.state} on {url} (docs: {url}/docs;"

@@ -15,11 +15,12 @@ from typing import Any
 import orjson
 
 from deepbandits import errors
-from deepbandits.policies import Decision
 
 #: The library's error classes by the HTTP status that answers them (the first match wins;
 #: any other library error is a 500).
 STATUSES: tuple[tuple[int, tuple[type[errors.DeepBanditsError], ...]], ...] = (
+    (401, (errors.AuthenticationError,)),
+    (413, (errors.PayloadTooLargeError,)),
     (404, (errors.UnknownDecisionError, errors.ExpiredDecisionError)),
     (409, (errors.RewardAlreadyLearnedError,)),
     # the log cannot be written, or the pending table refuses (try later)
@@ -59,23 +60,6 @@ def error_answer(exc: errors.DeepBanditsError) -> tuple[int, bytes]:
 def invalid_body(problems: Iterable[Mapping[str, Any]]) -> bytes:
     """The body of the 422 that answers a request body failing its model's validation."""
     return error_body(field_error(problems), "InputValueError")
-
-
-def decision_out(decision: Decision, model_version: int) -> dict[str, Any]:
-    """The answer of one decision (``DecisionOut`` of :mod:`deepbandits.serve.schemas`)."""
-    return {
-        "decision_id": decision.id,
-        "arm": decision.arm,
-        "propensity": decision.propensity,
-        "mean": decision.mean,
-        "width": decision.width,
-        "model_version": model_version,
-    }
-
-
-def decisions_out(decisions: list[Decision], model_version: int) -> dict[str, Any]:
-    """The answer of a batch of decisions (``DecisionsOut``)."""
-    return {"decisions": [decision_out(d, model_version) for d in decisions]}
 
 
 def field_error(problems: Iterable[Mapping[str, Any]]) -> str:

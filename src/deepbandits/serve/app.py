@@ -1,4 +1,7 @@
-"""The HTTP API of a decision service (FastAPI; its OpenAPI page at ``/docs``).
+"""The HTTP API of a decision service (FastAPI; its OpenAPI page at ``/docs``), written once
+over a :class:`~deepbandits.serve.backend.Backend`: one process
+(:class:`~deepbandits.serve.backend.LocalBackend`) or replicas on Ray Serve
+(:class:`~deepbandits.serve.ray_app.RayBackend`) answer the same routes the same way.
 
 ===================== ======================================================================
 ``POST /v1/decide``        ``{"contexts": [[...], ...], "mask": [...]?}`` → a decision
@@ -8,27 +11,26 @@
 ``GET /v1/health``         status, model version, events, pending decisions (open without token)
 ``GET /metrics``           Prometheus text format (:mod:`deepbandits.serve.metrics`)
 ``POST /v1/snapshot``      write a checkpoint now
+``POST /v1/merge``         run a merge round now (backends with replicas only)
 ===================== ======================================================================
 
 Errors answer ``{"detail": message, "error": exception class}``: 422 for invalid input (the
 library's message, naming the field), 404 for a reward of an unknown or expired decision, 409
-for a second reward, 401 without the token, 413 for a body above the limit, 503 when the log
-cannot be written or the pending table refuses a decision. A decision or reward is answered only
-once its event is committed to the log.
+for a second reward, 401 without the token, 421 for a ``Host`` the service does not answer to,
+408 for a body not sent in time, 413 for a body above the limit (declared, streamed, or once an
+Arrow body is decompressed), 503 when the log cannot be written or the pending table refuses a
+decision. A decision or reward is answered only once its event is committed to the log.
 
-Requests pass :class:`~deepbandits.serve.guard.Guard` (token, body limit, timing) first; the hot
-endpoints (decide, decide_batch, reward) are then answered by
+Requests pass :class:`~deepbandits.serve.guard.Guard` (host, token, body limit and read timeout,
+timing) first; the hot endpoints (decide, decide_batch, reward) are then answered by
 :class:`~deepbandits.serve.direct.Direct` without FastAPI's middleware and routing, everything
-else by FastAPI, which documents all of them. The handlers run on the event loop: a decision
-takes a fraction of a millisecond of CPU, and while one request waits for its commit the loop
-serves the next, whose events join the same group commit.
+else by FastAPI, which documents all of them.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -38,16 +40,9 @@ from starlette.exceptions import HTTPException
 
 from deepbandits._version import __version__
 from deepbandits.errors import DeepBanditsError, InputValueError
-from deepbandits.policies import Decision
 from deepbandits.serve import MAX_BODY_BYTES, arrow
-from deepbandits.serve.answers import (
-    decision_out,
-    decisions_out,
-    dumps,
-    error_answer,
-    error_body,
-    invalid_body,
-)
+from deepbandits.serve.answers import dumps, error_answer, error_body, invalid_body
+from deepbandits.serve.backend import Backend, LocalBackend
 from deepbandits.serve.direct import Direct, Handler
 from deepbandits.serve.guard import ASGIApp, Guard, Receive, Scope, Send
 from deepbandits.serve.metrics import ServiceMetrics
@@ -58,6 +53,7 @@ from deepbandits.serve.schemas import (
     DecisionsOut,
     ErrorOut,
     HealthOut,
+    MergeOut,
     RewardOut,
     RewardRequest,
     SnapshotOut,
@@ -71,7 +67,7 @@ ERRORS = {
     422: "InputValueError",
 }
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (401, 404, 409, 413, 422, 503)
+    code: {"model": ErrorOut} for code in (401, 404, 408, 409, 413, 421, 422, 503)
 }
 _BINARY = {"schema": {"type": "string", "format": "binary"}}
 #: The Arrow form of decide_batch, beside its JSON body and answer, on the OpenAPI page.
@@ -79,7 +75,6 @@ _ARROW_BODY = {
     "requestBody": {"content": {arrow.MEDIA_TYPE: _BINARY}},
     "responses": {"200": {"content": {arrow.MEDIA_TYPE: _BINARY}}},
 }
-T = TypeVar("T")
 
 
 def _json(body: bytes, status: int = 200) -> Response:
@@ -113,17 +108,40 @@ class ServiceApp(FastAPI):
 
 
 def create_app(
-    state: ServiceState, *, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
+    backend: Backend | ServiceState,
+    *,
+    token: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    allowed_hosts: Iterable[str] | None = None,
+    body_timeout: float | None = None,
 ) -> ServiceApp:
-    """The HTTP API over ``state`` (module notes); ``token`` requires ``Authorization: Bearer
-    <token>`` on every endpoint but ``/v1/health``, ``max_body_bytes`` bounds a request body."""
+    """The HTTP API over ``backend`` (module notes).
+
+    Parameters
+    ----------
+    backend : Backend or ServiceState
+        What decides (a :class:`ServiceState` is served by a
+        :class:`~deepbandits.serve.backend.LocalBackend`).
+    token : str, optional
+        Require ``Authorization: Bearer <token>`` on every endpoint but ``/v1/health``.
+    max_body_bytes : int, default=MAX_BODY_BYTES
+        Largest request body, declared, streamed or decompressed (413 above it).
+    allowed_hosts : iterable of str, optional
+        Host names (``Host`` header, port aside) the service answers; others get 421. None:
+        any (:func:`deepbandits.serve.guard.loopback_hosts` for a service on loopback).
+    body_timeout : float, optional
+        Seconds a request may take to send its body (408 after);
+        default :data:`~deepbandits.serve.guard.BODY_TIMEOUT`.
+    """
+    if isinstance(backend, ServiceState):
+        backend = LocalBackend(backend)
     app = ServiceApp(
         title="deepbandits decision service",
         version=__version__,
         description="Decisions with ids, late rewards by id, a durable event log.",
     )
-    metrics = ServiceMetrics(state)
-    app.state.service = state
+    metrics = ServiceMetrics(backend)
+    app.state.backend = backend
     app.state.metrics = metrics
 
     @app.exception_handler(DeepBanditsError)
@@ -142,18 +160,8 @@ def create_app(
 
     async def decide(body: DecideRequest) -> dict[str, Any]:
         """Choose an arm among the rows of ``contexts``; send its reward with ``decision_id``."""
-        decision, future = state.decide(body.contexts, body.mask)
+        out = await backend.decide(body.contexts, body.mask)
         metrics.decisions.inc()
-        out = decision_out(decision, state.model_version)
-        await asyncio.wrap_future(future)
-        return out
-
-    async def batch(contexts: Any, masks: Any, answer: Callable[[list[Decision], int], T]) -> T:
-        """The answer to a batch of requests, sent once their events are committed."""
-        decisions, future = state.decide_batch(contexts, masks)
-        metrics.decisions.inc(len(decisions))
-        out = answer(decisions, state.model_version)
-        await asyncio.wrap_future(future)
         return out
 
     async def decide_batch(body: DecideBatchRequest) -> dict[str, Any]:
@@ -165,24 +173,20 @@ def create_app(
             raise InputValueError("requests must hold at least one request, but 0 are given")
         contexts = [r.contexts for r in body.requests]
         masks = [r.mask for r in body.requests]
-        return await batch(contexts, masks, decisions_out)
+        decided = await backend.decide_batch(contexts, masks)
+        metrics.decisions.inc(len(decided))
+        return decided.answers()
 
     async def decide_batch_arrow(body: bytes) -> bytes:
-        return await batch(*arrow.read_requests(body), arrow.decisions_table)
+        contexts, masks = arrow.read_requests(body, max_body_bytes)
+        decided = await backend.decide_batch(contexts, masks)
+        metrics.decisions.inc(len(decided))
+        return arrow.decisions_table(decided)
 
     async def reward(body: RewardRequest) -> dict[str, Any]:
         """Learn the reward of a pending decision."""
-        learned, future = state.learn(
-            body.decision_id, body.reward, reward_range=body.reward_range, sigma2=body.sigma2
-        )
+        out = await backend.learn(body.decision_id, body.reward, body.reward_range, body.sigma2)
         metrics.rewards.inc()
-        out = {
-            "decision_id": body.decision_id,
-            "rewards_learned": state.policy.t_,
-            "sigma2": learned.sigma2,
-            "model_version": state.model_version,
-        }
-        await asyncio.wrap_future(future)
         return out
 
     hot: dict[str, tuple[type[BaseModel], type[BaseModel], Handler]] = {
@@ -203,21 +207,33 @@ def create_app(
     @app.get("/v1/health", response_model=HealthOut)
     async def health() -> Response:
         """Status, network version, events logged, pending decisions."""
-        return _json(dumps(state.health()))
+        return _json(dumps(await backend.health()))
 
     @app.get("/metrics", response_class=Response)
     async def prometheus() -> Response:
         """The service's metrics in Prometheus' text format."""
-        return Response(metrics.render(), media_type=metrics.content_type)
+        return Response(await metrics.render(), media_type=metrics.content_type)
 
     @app.post("/v1/snapshot", response_model=SnapshotOut, responses=_ERROR_RESPONSES)
     async def snapshot() -> Response:
         """Write a checkpoint now (in a worker thread; its events committed first)."""
-        meta = await asyncio.to_thread(state.snapshot)
-        keys = ("seq", "model_version", "rewards_learned")
-        return _json(dumps({k: meta[k] for k in keys}))
+        return _json(dumps(await backend.snapshot()))
+
+    if backend.merges:
+
+        @app.post("/v1/merge", response_model=MergeOut, responses=_ERROR_RESPONSES)
+        async def merge() -> Response:
+            """Run a merge round of the replicas now (and a training when one is due)."""
+            return _json(dumps(await backend.merge()))
 
     routes = {path: (r, h) for path, (r, _, h) in hot.items()}
     direct = Direct(app.routed, routes, {"/v1/decide_batch": decide_batch_arrow})
-    app.entry = Guard(direct, token=token, max_body_bytes=max_body_bytes, metrics=metrics)
+    app.entry = Guard(
+        direct,
+        token=token,
+        max_body_bytes=max_body_bytes,
+        metrics=metrics,
+        allowed_hosts=allowed_hosts,
+        body_timeout=body_timeout,
+    )
     return app

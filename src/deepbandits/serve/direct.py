@@ -15,15 +15,23 @@ and the library's errors get the answers the FastAPI app gives
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
 
 from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.serve import arrow
-from deepbandits.serve.answers import NOT_AN_OBJECT, dumps, error_answer, invalid_body
+from deepbandits.serve.answers import (
+    NOT_AN_OBJECT,
+    dumps,
+    error_answer,
+    error_body,
+    invalid_body,
+)
 from deepbandits.serve.guard import JSON, ASGIApp, Receive, Scope, Send, respond
 
 #: A hot endpoint: the validated body → the answer (sent once the handler returns).
@@ -31,6 +39,8 @@ Handler = Callable[[Any], Awaitable[Any]]
 #: A hot endpoint's Arrow form: the body's bytes → the answer's Arrow IPC bytes.
 ArrowHandler = Callable[[bytes], Awaitable[bytes]]
 ARROW = arrow.MEDIA_TYPE.encode()
+LOG = logging.getLogger("deepbandits.serve")
+INTERNAL = "the service failed to answer this request (its log says why)"
 
 
 def content_type(scope: Scope) -> bytes:
@@ -104,5 +114,10 @@ class Direct:
             await respond(send, 422, invalid_body(exc.errors(include_url=False)))
         except DeepBanditsError as exc:
             await respond(send, *error_answer(exc))
+        except HTTPException:  # the guard's (a body too large or too slow): it answers them
+            raise
+        except Exception:  # a defect, not the user's input: logged, answered in the API's form
+            LOG.exception("answering %s failed", scope["path"])
+            await respond(send, 500, error_body(INTERNAL, "ServiceError"))
         else:
             await respond(send, 200, answer, media_type=ARROW if in_arrow else JSON)

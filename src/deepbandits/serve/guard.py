@@ -1,17 +1,23 @@
-"""What every request passes before the API sees it: the bearer token, the body's size limit,
-and the timing of the answer.
+"""What every request passes before the API sees it: the ``Host`` it was sent to, the bearer
+token, the body's size limit and read timeout, and the timing of the answer.
 
 A plain ASGI middleware (not one of Starlette's request wrappers, which cost a task per
-request): it refuses a request without the token (401; ``/v1/health`` is open) or with a body
-above the limit (413, from ``Content-Length`` before anything is read, or while a body without
-it is streamed), and records each answer's latency and error status in the metrics.
+request): it refuses a request sent to a host the service does not answer to (421: a page that
+rebinds its own DNS name to 127.0.0.1 reaches a service on loopback with its own name as
+``Host``), without the token (401; ``/v1/health`` is open), with a body above the limit (413,
+from ``Content-Length`` before anything is read, or while a body without it is streamed) or
+with a body that is not sent within :data:`BODY_TIMEOUT` seconds of its headers (408: a client
+that trickles its body holds a connection and a task), and records each answer's latency and
+error status in the metrics. Everything here is checked from the headers before any of the body
+is read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -27,8 +33,14 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: Paths open without the token.
 OPEN_PATHS = frozenset({"/v1/health"})
+#: Seconds a request may take to send its whole body once its headers arrived.
+BODY_TIMEOUT = 30.0
+#: The names of this machine's loopback interface (the hosts a service on loopback answers).
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 #: The media type of the answers (the Arrow form of decide_batch excepted).
 JSON = b"application/json"
+#: The header that ends a connection after its answer.
+CLOSE = (b"connection", b"close")
 
 
 class BodyTooLarge(HTTPException):
@@ -36,6 +48,27 @@ class BodyTooLarge(HTTPException):
 
     def __init__(self, detail: str) -> None:
         super().__init__(413, detail)
+
+
+class BodyTimeout(HTTPException):
+    """A body not sent in time (the API answers it as 408)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(408, detail)
+
+
+def host_name(value: bytes) -> str:
+    """The host of a ``Host`` header, its port aside, lower case (``[::1]:80`` → ``::1``)."""
+    text = value.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else text
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+
+
+def loopback_hosts(extra: Iterable[str] = ()) -> frozenset[str]:
+    """The hosts a service bound to loopback answers: this machine's loopback names, and
+    ``extra``."""
+    return frozenset({*LOOPBACK_HOSTS, *(h.lower() for h in extra)})
 
 
 async def respond(
@@ -63,12 +96,33 @@ class Guard:
     """The middleware over ``app`` (module notes)."""
 
     def __init__(
-        self, app: ASGIApp, *, token: str | None, max_body_bytes: int, metrics: ServiceMetrics
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        max_body_bytes: int,
+        metrics: ServiceMetrics,
+        allowed_hosts: Iterable[str] | None = None,
+        body_timeout: float | None = None,
     ) -> None:
         self.app = app
         self.expected = None if token is None else f"Bearer {token}".encode()
         self.max_body_bytes = max_body_bytes
         self.metrics = metrics
+        self.allowed_hosts = (
+            None
+            if allowed_hosts is None
+            else frozenset(h.lower().strip("[]") for h in allowed_hosts)
+        )
+        self.body_timeout = BODY_TIMEOUT if body_timeout is None else body_timeout
+
+    def _host_allowed(self, scope: Scope) -> bool:
+        if self.allowed_hosts is None:
+            return True
+        for name, value in scope["headers"]:
+            if name == b"host":
+                return host_name(value) in self.allowed_hosts
+        return False
 
     def _authorized(self, scope: Scope) -> bool:
         if self.expected is None or scope["path"] in OPEN_PATHS:
@@ -102,6 +156,15 @@ class Guard:
             await send(message)
 
         try:
+            if not self._host_allowed(scope):
+                await _refuse(
+                    timed_send,
+                    421,
+                    "this service does not answer to the Host this request was sent to (the "
+                    "service's --allowed-hosts)",
+                    "MisdirectedRequestError",
+                )
+                return
             if not self._authorized(scope):
                 await _refuse(
                     timed_send,
@@ -119,9 +182,18 @@ class Guard:
                 return
             received = 0
 
+            deadline = asyncio.get_running_loop().time() + self.body_timeout
+
             async def limited_receive() -> Message:
                 nonlocal received
-                message = await receive()
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        message = await receive()
+                except TimeoutError:
+                    raise BodyTimeout(
+                        f"the request body must arrive within {self.body_timeout:g} s of its "
+                        f"headers, but {received} bytes came in that time"
+                    ) from None
                 if message["type"] == "http.request":
                     received += len(message.get("body", b""))
                     if received > limit:
@@ -135,6 +207,9 @@ class Guard:
                     await _refuse(
                         timed_send, 413, self._too_large(received), "PayloadTooLargeError"
                     )
+            except BodyTimeout as exc:
+                if not started:
+                    await _refuse(timed_send, 408, str(exc.detail), "RequestTimeoutError", [CLOSE])
         finally:
             self.metrics.observe(scope["path"], status, time.perf_counter() - start)
 

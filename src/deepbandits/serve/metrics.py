@@ -12,7 +12,12 @@ replicas) never share counters.
 ``deepbandits_training_seconds``            their duration (histogram)
 ``deepbandits_model_version``               the network version in force
 ``deepbandits_events``                      decisions and rewards logged since the folder began
+``deepbandits_pending_bytes``               bytes the pending decisions hold
+``deepbandits_training_failures``           trainings that failed or timed out (since start)
 =========================================== ===============================================
+
+The gauges are read from the backend's health when the metrics are scraped, so that they are
+the same on every backend (on Ray Serve: the replicas' sums).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from deepbandits.serve.state import ServiceState
+from deepbandits.serve.backend import Backend
 
 #: Latency buckets (seconds): the service answers in milliseconds.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -41,17 +46,26 @@ GAUGES = (
     ("pending", "pending_decisions", "Decisions awaiting their reward"),
     ("model_version", "model_version", "The network version in force"),
     ("events", "events", "Decisions and rewards logged since the state folder was created"),
+    ("pending_bytes", "pending_bytes", "Bytes the decisions awaiting their reward hold"),
+    ("training_failures", "training_failures", "Trainings that failed or timed out"),
 )
-ENDPOINTS = ("/v1/decide", "/v1/decide_batch", "/v1/reward", "/v1/health", "/v1/snapshot")
+ENDPOINTS = (
+    "/v1/decide",
+    "/v1/decide_batch",
+    "/v1/reward",
+    "/v1/health",
+    "/v1/snapshot",
+    "/v1/merge",
+)
 
 
 class ServiceMetrics:
-    """The metrics of one app over ``state`` (module notes)."""
+    """The metrics of one app over ``backend`` (module notes)."""
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, state: ServiceState) -> None:
-        self.state = state
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
         self.registry = registry = CollectorRegistry()
         self.decisions = Counter("deepbandits_decisions", "Decisions made", registry=registry)
         self.rewards = Counter("deepbandits_rewards", "Rewards learned", registry=registry)
@@ -78,7 +92,7 @@ class ServiceMetrics:
         self.gauges = {
             key: Gauge(f"deepbandits_{name}", text, registry=registry) for key, name, text in GAUGES
         }
-        state.training_listeners.append(self._trained)
+        backend.training_listeners.append(self._trained)
 
     def _trained(self, seconds: float) -> None:
         self.trainings.inc()
@@ -92,9 +106,9 @@ class ServiceMetrics:
         if status >= 400:
             self.errors.labels(str(status)).inc()
 
-    def render(self) -> bytes:
-        """The metrics in Prometheus' text format, the gauges read from the state now."""
-        health = self.state.health()
+    async def render(self) -> bytes:
+        """The metrics in Prometheus' text format, the gauges read from the backend now."""
+        health = await self.backend.health()
         for key, gauge in self.gauges.items():
-            gauge.set(health[key])
+            gauge.set(health.get(key, 0))
         return generate_latest(self.registry)

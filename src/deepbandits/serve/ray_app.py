@@ -2,9 +2,13 @@
 
 The Serve application has one deployment per replica (``replica-0`` … ``replica-{N-1}``, one Serve
 replica each, so that a reward can be sent to the replica that made its decision) and an ingress
-deployment (``ingress``) with the HTTP API of :mod:`deepbandits.serve.app`:
+deployment (``ingress``) that serves the very app of :func:`deepbandits.serve.app.create_app`
+over a :class:`RayBackend` (the replicas' handles): every route, schema, status, error body,
+limit, token check and metric of a single service is the same here, checked from the headers
+before the body is read, as on one process.
 
-* ``POST /v1/decide`` and ``/v1/decide_batch`` go to the replicas in turn; each replica decides
+* ``POST /v1/decide`` and ``/v1/decide_batch`` (JSON or Arrow) go to the replicas in turn; each
+  replica decides
   and logs on its own, in its own state folder ``STATE/replica-<i>`` (a
   :class:`~deepbandits.serve.replicas.ReplicaState`: the event log, checkpoints and recovery of
   a single service), and answers once its log committed the decision. A decision's id is
@@ -13,44 +17,36 @@ deployment (``ingress``) with the HTTP API of :mod:`deepbandits.serve.app`:
 * ``POST /v1/merge`` runs a merge round now (:mod:`deepbandits.serve.replicas`); the ingress runs
   one every ``merge_every`` seconds. The merged state is written to ``STATE/merged/`` (policy file
   and sidecar) before the replicas absorb it, and each replica checkpoints after absorbing;
-* ``GET /v1/health``: every replica's health, the merge generation, the network version.
+* ``GET /v1/health``: the replicas' sums (events, pending, ...), every replica's health, the
+  merge generation, the network version; ``GET /metrics`` the same as Prometheus gauges;
+* ``POST /v1/snapshot``: every replica writes a checkpoint.
 
 Every replica starts from the same policy: the spec with one seed for all (drawn once, kept in
 ``STATE/ray.json``).
 """
 
-# no ``from __future__ import annotations``: FastAPI reads the routes' annotations as types
+from __future__ import annotations
 
 import asyncio
 import json
 import logging
 import os
-import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from fastapi import FastAPI, Request
-from fastapi.responses import Response
 from ray import serve
-from ray.serve.handle import DeploymentHandle
+from ray.serve.handle import DeploymentHandle, DeploymentResponse
 from threadpoolctl import threadpool_limits
 
 from deepbandits._io import write_atomic
-from deepbandits.errors import (
-    AuthenticationError,
-    DeepBanditsError,
-    InputValueError,
-    PayloadTooLargeError,
-    ServiceError,
-    UnknownDecisionError,
-)
-from deepbandits.experiments.specs import parse_spec
+from deepbandits.errors import DeepBanditsError, InputValueError, ServiceError, UnknownDecisionError
 from deepbandits.serve import MAX_BODY_BYTES
-from deepbandits.serve.answers import decision_out, dumps, status_of
+from deepbandits.serve.app import create_app
+from deepbandits.serve.backend import Decided
 from deepbandits.serve.replicas import (
     MergeRounds,
     ReplicaState,
@@ -58,8 +54,8 @@ from deepbandits.serve.replicas import (
     merge_snapshot,
     swap_network,
 )
-from deepbandits.serve.schemas import DecideBatchRequest, DecideRequest, RewardRequest
 from deepbandits.serve.store import policy_bytes, sha256
+from deepbandits.specs import parse_spec
 
 LOG = logging.getLogger("deepbandits.serve")
 RAY_FILE = "ray.json"
@@ -96,7 +92,8 @@ def fixed_spec(root: Path, spec: str | None, replicas: int) -> str:
 
 @serve.deployment(num_replicas=1, max_ongoing_requests=256, ray_actor_options={"num_cpus": 0})
 class PolicyReplica:
-    """Replica ``index``: a :class:`ReplicaState` on ``STATE/replica-<index>``."""
+    """Replica ``index``: a :class:`ReplicaState` on ``STATE/replica-<index>``; its answers
+    carry ids ``"<index>:<id>"``."""
 
     def __init__(self, root: str, index: int, spec: str, options: dict[str, Any]) -> None:
         torch.set_num_threads(1)
@@ -109,27 +106,37 @@ class PolicyReplica:
 
     async def decide(self, contexts: Any, mask: Any) -> dict[str, Any]:
         decision, future = self.state.decide(contexts, mask)
-        out = decision_out(decision, self.state.model_version)
-        await asyncio.wrap_future(future)
+        out = Decided.of([decision], self.state.model_version).answer(0)
         out["decision_id"] = self._id(decision.id)
+        await asyncio.wrap_future(future)
         return out
 
-    async def decide_batch(self, contexts: list[Any], masks: list[Any]) -> list[dict[str, Any]]:
+    async def decide_batch(self, contexts: Any, masks: Any) -> Decided:
         decisions, future = self.state.decide_batch(contexts, masks)
-        version = self.state.model_version
-        outs = [{**decision_out(d, version), "decision_id": self._id(d.id)} for d in decisions]
+        decided = Decided.of(decisions, self.state.model_version)
+        decided.ids = [self._id(i) for i in decided.ids]
         await asyncio.wrap_future(future)
-        return outs
+        return decided.packed()
 
     async def learn(
         self, decision_id: str, reward: Any, bounds: Any, sigma2: Any
     ) -> dict[str, Any]:
         learned, future = self.state.learn(decision_id, reward, reward_range=bounds, sigma2=sigma2)
+        out = {
+            "decision_id": self._id(decision_id),
+            "rewards_learned": self.state.policy.t_,
+            "sigma2": learned.sigma2,
+            "model_version": self.state.model_version,
+        }
         await asyncio.wrap_future(future)
-        return {"rewards_learned": self.state.policy.t_, "sigma2": learned.sigma2}
+        return out
 
     def health(self) -> dict[str, Any]:
         return {**self.state.health(), "merged_generation": self.state.merged_generation}
+
+    def snapshot(self) -> dict[str, Any]:
+        meta = self.state.snapshot()
+        return {k: meta[k] for k in ("seq", "model_version", "rewards_learned")}
 
     def base(self) -> bytes:
         return (self.state.folder.root / "base.pt").read_bytes()
@@ -153,40 +160,45 @@ class PolicyReplica:
         self.state.close(snapshot=True)
 
 
-def _error(exc: BaseException) -> Response:
-    cause = getattr(exc, "cause", None) or exc  # a RayTaskError carries the replica's error
-    if not isinstance(cause, DeepBanditsError):
+async def _answer(response: DeploymentResponse) -> Any:
+    """What a replica answered; the library's error it raised is raised here as it is, anything
+    else as :class:`~deepbandits.errors.ServiceError` (503)."""
+    try:
+        return await response
+    except Exception as exc:
+        cause = getattr(exc, "cause", None) or exc  # a RayTaskError carries the replica's error
+        if isinstance(cause, DeepBanditsError):
+            raise cause from None
         LOG.error("a replica failed: %s", exc)
-        return Response(dumps({"detail": str(cause), "error": "ServiceError"}), 503)
-    body = {"detail": str(cause), "error": type(cause).__name__}
-    return Response(dumps(body), status_of(cause), media_type="application/json")
+        raise ServiceError(f"a replica failed: {type(cause).__name__}: {cause}") from None
 
 
-def _json(obj: Any) -> Response:
-    return Response(dumps(obj), media_type="application/json")
+#: The health fields that add up over the replicas.
+SUMMED = (
+    "events",
+    "pending",
+    "decided",
+    "learned",
+    "expired",
+    "pending_bytes",
+    "training_failures",
+)
 
 
-api = FastAPI(title="deepbandits decision service (Ray Serve replicas)")
+class RayBackend:
+    """The replicas of a Serve application as a :class:`~deepbandits.serve.backend.Backend`:
+    decisions go to the replicas in turn, a reward to the replica of its id; runs the merge
+    rounds (module notes)."""
 
-
-@serve.deployment(num_replicas=1, ray_actor_options={"num_cpus": 0})
-@serve.ingress(api)
-class Ingress:
-    """The HTTP API over the replicas' handles; runs the merge rounds (module notes)."""
+    merges = True
 
     def __init__(
-        self,
-        root: str,
-        replicas: list[DeploymentHandle],
-        merge_every: float | None,
-        token: str | None,
-        max_body_bytes: int = MAX_BODY_BYTES,
+        self, root: str | Path, replicas: list[DeploymentHandle], merge_every: float | None
     ) -> None:
         self.root = Path(root)
         self.replicas = replicas
         self.merge_every = merge_every
-        self.expected = None if token is None else f"Bearer {token}"
-        self.max_body_bytes = max_body_bytes
+        self.training_listeners: list[Callable[[float], None]] = []
         self.turn = 0
         self.rounds: MergeRounds | None = None
         self.paused: str | None = None
@@ -194,83 +206,69 @@ class Ingress:
         self.merge_seconds: list[float] = []
         self.loop: asyncio.Task[None] | None = None
 
-    def _check(self, request: Request) -> None:
-        if self.expected is not None:
-            given = request.headers.get("authorization", "")
-            if not secrets.compare_digest(given.encode(), self.expected.encode()):
-                raise AuthenticationError("a bearer token is required (Authorization: Bearer T)")
-        size = int(request.headers.get("content-length") or 0)
-        if size > self.max_body_bytes:
-            raise PayloadTooLargeError(f"the body has {size} bytes, above {self.max_body_bytes}")
-
-    async def _call(self, request: Request | None, work: Callable[[], Any]) -> Response:
-        if self.merge_every and self.loop is None:  # the periodic rounds, from the first request
-            self.loop = asyncio.get_running_loop().create_task(self._merge_forever())
-        try:
-            if request is not None:
-                self._check(request)
-            return _json(await work())
-        except AuthenticationError as exc:
-            return Response(dumps({"detail": str(exc), "error": "AuthenticationError"}), 401)
-        except PayloadTooLargeError as exc:
-            return Response(dumps({"detail": str(exc), "error": "PayloadTooLargeError"}), 413)
-        except Exception as exc:
-            return _error(exc)
-
     def _next(self) -> DeploymentHandle:
+        if self.merge_every and self.loop is None:  # the periodic rounds, from the first call
+            self.loop = asyncio.get_running_loop().create_task(self._merge_forever())
         self.turn = (self.turn + 1) % len(self.replicas)
         return self.replicas[self.turn]
 
-    @api.post("/v1/decide")
-    async def decide(self, body: DecideRequest, request: Request) -> Response:
-        async def work() -> Any:
-            return await self._next().decide.remote(body.contexts, body.mask)
+    async def decide(self, contexts: Any, mask: Any) -> dict[str, Any]:
+        answer: dict[str, Any] = await _answer(self._next().decide.remote(contexts, mask))
+        return answer
 
-        return await self._call(request, work)
+    async def decide_batch(self, contexts: Any, masks: Any) -> Decided:
+        decided: Decided = await _answer(self._next().decide_batch.remote(contexts, masks))
+        return decided
 
-    @api.post("/v1/decide_batch")
-    async def decide_batch(self, body: DecideBatchRequest, request: Request) -> Response:
-        async def work() -> Any:
-            if not body.requests:
-                raise InputValueError("requests must hold at least one request, but 0 are given")
-            contexts = [r.contexts for r in body.requests]
-            masks = [r.mask for r in body.requests]
-            return {"decisions": await self._next().decide_batch.remote(contexts, masks)}
+    async def learn(
+        self, decision_id: str, reward: Any, reward_range: Any, sigma2: Any
+    ) -> dict[str, Any]:
+        index, _, inner = decision_id.partition(":")
+        if not index.isdigit() or int(index) >= len(self.replicas):
+            raise UnknownDecisionError(
+                f"decision {decision_id} is not pending in this service: its ids are "
+                f"'<replica>:<id>' with a replica from 0 to {len(self.replicas) - 1}"
+            )
+        replica = self.replicas[int(index)]
+        out: dict[str, Any] = await _answer(
+            replica.learn.remote(inner, reward, reward_range, sigma2)
+        )
+        return out
 
-        return await self._call(request, work)
+    async def _healths(self) -> list[dict[str, Any]]:
+        return list(await asyncio.gather(*(_answer(r.health.remote()) for r in self.replicas)))
 
-    @api.post("/v1/reward")
-    async def reward(self, body: RewardRequest, request: Request) -> Response:
-        async def work() -> Any:
-            index, _, inner = body.decision_id.partition(":")
-            if not index.isdigit() or int(index) >= len(self.replicas):
-                raise UnknownDecisionError(f"no decision has the id {body.decision_id!r}")
-            replica = self.replicas[int(index)]
-            out = await replica.learn.remote(inner, body.reward, body.reward_range, body.sigma2)
-            return {"decision_id": body.decision_id, **out}
+    async def health(self) -> dict[str, Any]:
+        replicas = await self._healths()
+        out: dict[str, Any] = {key: sum(int(h.get(key, 0)) for h in replicas) for key in SUMMED}
+        first = replicas[0]
+        out.update(
+            status="ok" if all(h["status"] == "ok" for h in replicas) else "degraded",
+            model_version=max(h["model_version"] for h in replicas),
+            rewards_learned=out["learned"],
+            training=self.lock.locked(),
+            trainings=0 if self.rounds is None else self.rounds.model_version,
+            last_event=sum(h["last_event"] for h in replicas),
+            last_checkpoint=min(h["last_checkpoint"] for h in replicas),
+            policy=first["policy"],
+            durability=first["durability"],
+            notes=[f"replica {i}: {n}" for i, h in enumerate(replicas) for n in h["notes"]],
+            generation=0 if self.rounds is None else self.rounds.generation,
+            merge_every=self.merge_every,
+            merge_seconds=self.merge_seconds[-20:],
+            merges_paused=self.paused,
+            replicas=replicas,
+        )
+        return out
 
-        return await self._call(request, work)
-
-    @api.get("/v1/health")
-    async def health(self) -> Response:
-        async def work() -> Any:
-            replicas = await asyncio.gather(*(r.health.remote() for r in self.replicas))
-            return {
-                "status": "ok" if all(h["status"] == "ok" for h in replicas) else "degraded",
-                "events": sum(h["events"] for h in replicas),
-                "generation": 0 if self.rounds is None else self.rounds.generation,
-                "model_version": max(h["model_version"] for h in replicas),
-                "merge_every": self.merge_every,
-                "merge_seconds": self.merge_seconds[-20:],
-                "merges_paused": self.paused,
-                "replicas": replicas,
-            }
-
-        return await self._call(None, work)
-
-    @api.post("/v1/merge")
-    async def merge(self, request: Request) -> Response:
-        return await self._call(request, self.merge_round)
+    async def snapshot(self) -> dict[str, Any]:
+        metas = await asyncio.gather(*(_answer(r.snapshot.remote()) for r in self.replicas))
+        return {
+            "seq": sum(m["seq"] for m in metas),
+            "model_version": max(m["model_version"] for m in metas),
+            "rewards_learned": sum(m["rewards_learned"] for m in metas),
+            "replicas": list(metas),
+        }
 
     async def _start_rounds(self) -> MergeRounds:
         """The coordinator: the merged state of ``STATE/merged`` if any, else the replicas'
@@ -287,9 +285,8 @@ class Ingress:
             rounds.model_version = int(meta["model_version"])
             rounds.trained_at = int(meta["trained_at"])
         else:
-            rounds = MergeRounds(await self.replicas[0].base.remote())
-        healths = await asyncio.gather(*(r.health.remote() for r in self.replicas))
-        seen = {h["merged_generation"] for h in healths} | {rounds.generation}
+            rounds = MergeRounds(await _answer(self.replicas[0].base.remote()))
+        seen = {h["merged_generation"] for h in await self._healths()} | {rounds.generation}
         if rounds.generation and seen != {rounds.generation}:
             self.paused = (
                 f"the replicas absorbed merge generations {sorted(seen)}, not all "
@@ -305,9 +302,9 @@ class Ingress:
             self.paused = "the service is stopping"
             if self.loop is not None:
                 self.loop.cancel()
-        await asyncio.gather(*(r.close.remote() for r in self.replicas))
+        await asyncio.gather(*(_answer(r.close.remote()) for r in self.replicas))
 
-    async def merge_round(self) -> dict[str, Any]:
+    async def merge(self) -> dict[str, Any]:
         """One merge round (and a training of the merged network when it is due)."""
         async with self.lock:
             if self.rounds is None:
@@ -316,19 +313,25 @@ class Ingress:
                 raise ServiceError(self.paused)
             start = time.perf_counter()
             rounds = self.rounds
-            snapshots = await asyncio.gather(*(r.merge_snapshot.remote() for r in self.replicas))
+            snapshots = await asyncio.gather(
+                *(_answer(r.merge_snapshot.remote()) for r in self.replicas)
+            )
             merged = await asyncio.to_thread(rounds.merge, list(snapshots))
             network = None
             if rounds.training_due():
                 network = await asyncio.to_thread(rounds.train)
             self._save(merged if network is None else None, rounds)
             generation = rounds.generation
-            await asyncio.gather(*(r.absorb.remote(merged, generation) for r in self.replicas))
+            await asyncio.gather(
+                *(_answer(r.absorb.remote(merged, generation)) for r in self.replicas)
+            )
             if network is not None:
                 version, t = rounds.model_version, rounds.trained_at
                 await asyncio.gather(
-                    *(r.swap_network.remote(version, network, t) for r in self.replicas)
+                    *(_answer(r.swap_network.remote(version, network, t)) for r in self.replicas)
                 )
+                for listener in self.training_listeners:
+                    listener(float(network["seconds"]))
             self.merge_seconds.append(time.perf_counter() - start)
             return {
                 "generation": generation,
@@ -355,9 +358,38 @@ class Ingress:
         while True:
             await asyncio.sleep(float(self.merge_every or 0))
             try:
-                await self.merge_round()
+                await self.merge()
             except Exception as exc:
                 LOG.warning("a merge round failed: %s", exc)
+
+
+@serve.deployment(num_replicas=1, max_ongoing_requests=1024, ray_actor_options={"num_cpus": 0})
+@serve.ingress()
+class Ingress:
+    """The HTTP API (:func:`~deepbandits.serve.app.create_app`) over a :class:`RayBackend`."""
+
+    def __init__(
+        self,
+        root: str,
+        replicas: list[DeploymentHandle],
+        merge_every: float | None,
+        token: str | None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        allowed_hosts: list[str] | None = None,
+    ) -> None:
+        self.backend = RayBackend(root, replicas, merge_every)
+        self.options: dict[str, Any] = {
+            "token": token,
+            "max_body_bytes": max_body_bytes,
+            "allowed_hosts": allowed_hosts,
+        }
+
+    def __serve_build_asgi_app__(self) -> Any:
+        return create_app(self.backend, **self.options)
+
+    async def stop(self) -> None:
+        """Stop the merge rounds and close every replica with a checkpoint."""
+        await self.backend.stop()
 
 
 def build_app(
@@ -367,10 +399,14 @@ def build_app(
     *,
     merge_every: float | None = 10.0,
     token: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    allowed_hosts: Iterable[str] | None = None,
     options: dict[str, Any] | None = None,
 ) -> Any:
     """The Serve application of ``replicas`` replicas of ``spec`` on the state folder ``root``
-    (module notes); ``options`` go to each :class:`ReplicaState` (durability, snapshot_every)."""
+    (module notes); ``token``, ``max_body_bytes`` and ``allowed_hosts`` as for
+    :func:`~deepbandits.serve.app.create_app`, ``options`` go to each :class:`ReplicaState`
+    (durability, snapshot_every)."""
     if type(replicas) is not int or replicas < 1:
         raise InputValueError(f"replicas must be an integer >= 1, but {replicas!r} is given")
     root = Path(root)
@@ -380,4 +416,7 @@ def build_app(
         PolicyReplica.options(name=f"replica-{i}").bind(str(root), i, fixed, options or {})
         for i in range(replicas)
     ]
-    return Ingress.options(name="ingress").bind(str(root), handles, merge_every, token)
+    hosts = None if allowed_hosts is None else sorted(allowed_hosts)
+    return Ingress.options(name="ingress").bind(
+        str(root), handles, merge_every, token, max_body_bytes, hosts
+    )

@@ -1,6 +1,17 @@
 """``deepbandits serve --backend ray --replicas N``: the application of
-:mod:`deepbandits.serve.ray_app` on a local Ray instance (or the cluster of ``RAY_ADDRESS``),
-served until SIGINT or SIGTERM; each replica writes a checkpoint on the way out."""
+:mod:`deepbandits.serve.ray_app` on a local Ray instance (or the cluster of ``--address`` /
+``RAY_ADDRESS``), served until SIGINT or SIGTERM; each replica writes a checkpoint on the way out.
+
+A Ray instance this command starts itself is started as safely as Ray allows
+(:func:`ray_init_options`): on the loopback address when ``--host`` is a loopback one (Ray's
+node address and object store, and Serve's HTTP proxy on ``--host`` only), without its
+dashboard, and with Ray's token authentication on (Ray turns it on for a local instance unless
+``RAY_AUTH_MODE`` says otherwise, and this command warns when it does): Ray's own core
+processes (GCS, raylet, workers) listen on every interface whatever the node address, and Ray's
+security guidance is that anyone who reaches them can run code; with the token, a peer without
+it cannot. An existing cluster (``--address``) is the operator's: follow Ray's security guide
+for it (https://docs.ray.io/en/latest/ray-security/index.html).
+"""
 
 from __future__ import annotations
 
@@ -12,14 +23,35 @@ import sys
 import time
 from contextlib import closing
 from types import FrameType
+from typing import Any
 
 from deepbandits.errors import InputValueError
+from deepbandits.serve.guard import loopback_hosts
+from deepbandits.serve.server import is_loopback
 
 APP = "deepbandits"
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
+
+
+def ray_init_options(host: str, address: str | None) -> dict[str, Any]:
+    """The arguments of ``ray.init`` for ``--host`` and ``--address`` (module notes); warns when
+    ``RAY_AUTH_MODE`` turns Ray's token authentication off for a Ray this process starts."""
+    if address:
+        return {"address": address}
+    if os.environ.get("RAY_AUTH_MODE", "token") != "token":
+        print(
+            f"deepbandits: warning: RAY_AUTH_MODE={os.environ['RAY_AUTH_MODE']}: the Ray "
+            "instance starts without token authentication, and anyone who reaches its ports "
+            "can run code on this machine",
+            file=sys.stderr,
+        )
+    options: dict[str, Any] = {"include_dashboard": False}
+    if is_loopback(host):
+        options["_node_ip_address"] = "127.0.0.1"
+    return options
 
 
 def _free_port(host: str) -> int:
@@ -45,10 +77,21 @@ def serve_ray(args: argparse.Namespace) -> int:
     port = args.port or _free_port(args.host)
     options = {"durability": args.durability, "snapshot_every": args.snapshot_every}
     every = args.merge_every or None
+    hosts = args.allowed_hosts
+    if hosts is None and is_loopback(args.host):
+        hosts = loopback_hosts()
     app = build_app(
-        args.state, args.policy, args.replicas, merge_every=every, token=token, options=options
+        args.state,
+        args.policy,
+        args.replicas,
+        merge_every=every,
+        token=token,
+        max_body_bytes=args.max_body_bytes,
+        allowed_hosts=hosts,
+        options=options,
     )
-    ray.init(address=os.environ.get("RAY_ADDRESS") or None, include_dashboard=False)
+    address = args.address or os.environ.get("RAY_ADDRESS") or None
+    ray.init(**ray_init_options(args.host, address))
     try:
         serve.start(http_options={"host": args.host, "port": port})
         ingress = serve.run(app, name=APP, route_prefix="/")

@@ -85,6 +85,10 @@ class RewardOut(BaseModel):
 
 
 class HealthOut(BaseModel):
+    """The health of a service (a backend with replicas adds each replica's and its merges)."""
+
+    model_config = ConfigDict(extra="allow")
+
     status: str = Field(..., description="ok, or degraded when the log cannot be written")
     model_version: int
     events: int = Field(..., description="decisions and rewards logged since the folder began")
@@ -106,6 +110,13 @@ class SnapshotOut(BaseModel):
     seq: int = Field(..., description="the last event the checkpoint includes")
     model_version: int
     rewards_learned: int
+
+
+class MergeOut(BaseModel):
+    generation: int = Field(..., description="the merge round's number")
+    rewards_learned: int = Field(..., description="rewards every replica has learned after it")
+    model_version: int
+    seconds: float = Field(..., description="how long the round took")
 
 
 class ErrorOut(BaseModel):

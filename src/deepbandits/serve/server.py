@@ -10,13 +10,22 @@ lists (acyclic, freed with the request), and at CPython's default of 700 allocat
 collector ran dozens of times per batch, walking the decisions just made each time; it cost
 more CPU than deciding and logging the batch (about 40 µs per decision of 10 arms x 20
 features). It also runs torch and numpy's BLAS on one thread each
-(:func:`~deepbandits.experiments.runner.pinned_threads`): a request's products are small, and
+(:func:`~deepbandits._threads.pinned_threads`): a request's products are small, and
 OpenBLAS's pool, spinning for the cores the log's writer and the clients need, made a batch of
 1,000 LinUCB decisions three times slower (19 µs per decision instead of 7).
+
+Connections are uvicorn's httptools protocol with one addition (:class:`HeaderDeadline`): a
+request's headers must arrive within :data:`HEADER_TIMEOUT` seconds of its first byte (or of the
+connection), else the connection is closed. Without it a client that opens connections and
+trickles a header byte now and then holds each one, and its file descriptor, for ever; enough
+of them lock every other client out. Idle keep-alive connections close after uvicorn's
+keep-alive timeout, and a body must arrive within the guard's read timeout
+(:mod:`deepbandits.serve.guard`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import ipaddress
 import socket
@@ -25,14 +34,57 @@ import time
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from deepbandits._threads import pinned_threads
 from deepbandits.errors import InputValueError, ServiceError
-from deepbandits.experiments.runner import pinned_threads
 
 #: Allocations between two collections of the youngest generation (CPython's default: 700).
 GC_THRESHOLD = 100_000
 #: Seconds uvicorn lets requests in flight finish on shutdown.
 GRACEFUL_SECONDS = 5
+#: Seconds a request's headers may take to arrive (module notes).
+HEADER_TIMEOUT = 10.0
+#: Seconds an idle keep-alive connection stays open.
+KEEP_ALIVE_SECONDS = 5
+
+
+class HeaderDeadline(HttpToolsProtocol):  # type: ignore[misc]
+    """uvicorn's httptools protocol, closing a connection whose request headers do not arrive
+    within :attr:`header_timeout` seconds (module notes)."""
+
+    header_timeout = HEADER_TIMEOUT
+    _header_timer: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout, self._late)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _late(self) -> None:
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
 
 def is_loopback(host: str) -> bool:
@@ -63,13 +115,19 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def make_server(app: Any, *, log_level: str = "warning") -> uvicorn.Server:
-    """A uvicorn server for ``app`` (no access log: the metrics count requests)."""
+def make_server(
+    app: Any, *, log_level: str = "warning", header_timeout: float = HEADER_TIMEOUT
+) -> uvicorn.Server:
+    """A uvicorn server for ``app`` (no access log: the metrics count requests), with a
+    deadline for every request's headers (module notes)."""
+    protocol = type("HeaderDeadline", (HeaderDeadline,), {"header_timeout": header_timeout})
     config = uvicorn.Config(
         app,
         log_level=log_level,
         access_log=False,
         lifespan="off",
+        http=protocol,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=GRACEFUL_SECONDS,
     )
     return uvicorn.Server(config)
@@ -80,12 +138,19 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def run(app: Any, sock: socket.socket, *, log_level: str = "warning") -> None:
+def run(
+    app: Any,
+    sock: socket.socket,
+    *,
+    log_level: str = "warning",
+    header_timeout: float = HEADER_TIMEOUT,
+) -> None:
     """Serve ``app`` on ``sock`` until SIGINT or SIGTERM (the collector tuned: module notes)."""
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     with pinned_threads(1):
-        make_server(app, log_level=log_level).run(sockets=[sock])
+        server = make_server(app, log_level=log_level, header_timeout=header_timeout)
+        server.run(sockets=[sock])
 
 
 class BackgroundServer:
@@ -95,10 +160,18 @@ class BackgroundServer:
     answers.
     """
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        header_timeout: float = HEADER_TIMEOUT,
+    ) -> None:
         self.app = app
         self.host = host
         self.port = port
+        self.header_timeout = header_timeout
         self.url = ""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -107,7 +180,7 @@ class BackgroundServer:
         """Start serving; returns the URL once the server accepts connections."""
         sock = bind(self.host, self.port)
         self.url = url_of(sock)
-        server = self._server = make_server(self.app)
+        server = self._server = make_server(self.app, header_timeout=self.header_timeout)
         self._thread = threading.Thread(
             target=server.run, kwargs={"sockets": [sock]}, name="deepbandits-http", daemon=True
         )
