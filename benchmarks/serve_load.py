@@ -1,10 +1,12 @@
 """A bounded load test of ``deepbandits serve`` on loopback (not a test):
 ``python benchmarks/serve_load.py [--quick] [--decisions N] [--concurrency C]
 [--reward-delay S] [--max-seconds T] [--offered-seconds S] [--linucb-rate R] [--neural-rate R]
-[--only TEXT]``.
+[--only TEXT] [--no-ray]``.
 
 Each case starts ``deepbandits serve`` as its own process on a new state folder (127.0.0.1, a
-free port), warms it up, then runs concurrent async clients in this process: each decides
+free port; ``--backend local``, or ``--backend ray`` with 1 or 2 replicas, whose Ray instance
+the server starts and stops), warms it up, then runs concurrent async clients in this process:
+each decides
 (``POST /v1/decide``) and sends the decision's reward (``POST /v1/reward``) ``--reward-delay``
 seconds after the answer, until
 ``--decisions`` decisions were answered or ``--max-seconds`` passed (then it stops by itself).
@@ -25,6 +27,14 @@ After the run the server is killed with SIGKILL and its log read back (``logged_
 decision and reward that was answered must be there (``lost``, must be 0). Neural-σ²-LinUCB
 trains on a schedule that keeps a training running; ``training`` is the share of the measured
 time a training ran (``deepbandits_training_seconds`` of ``/metrics``).
+
+The Ray cases go through Ray Serve's own HTTP proxy, then the ingress replica that runs the API
+(:mod:`deepbandits.serve.ray_app`), then a policy replica: two hops between processes. The
+``Ray Serve proxy ceiling`` case measures what the proxy alone allows on the same machine: a
+no-op deployment (the same ingress, answering a fixed decision without a hop to a replica or a
+log) behind the same proxy (this script run with ``--noop-server``). A Ray server is stopped
+with SIGTERM (each replica writes a checkpoint; ``lost`` is then read from every replica's log),
+not SIGKILL, which would leave its Ray instance behind.
 
 Prints one Markdown table, and writes it with what was run to ``--out`` (default
 ``benchmarks/results/serve_load.md``; ``--out ''`` for none): decisions/s (answered
@@ -78,6 +88,7 @@ class Result:
     endpoint: str
     concurrency: int
     rate: float | None = None
+    backend: str = "local"
     decisions: int = 0
     rewards: int = 0
     seconds: float = 0.0
@@ -100,6 +111,7 @@ class Result:
             train = f"{self.training:.0%} ({self.trainings} swapped in)"
         return [
             self.case,
+            self.backend,
             self.durability,
             self.endpoint,
             str(self.concurrency),
@@ -112,21 +124,28 @@ class Result:
             ms(self.reward_latencies, 99),
             train,
             "-" if self.server_cpu is None else f"{self.server_cpu / self.decisions * 1e3:.3f}",
-            str(self.lost),
+            "-" if self.lost < 0 else str(self.lost),
         ]
 
 
 class Server:
-    """``deepbandits serve`` as a process on a new state folder."""
+    """``deepbandits serve`` as a process on a new state folder (``backend``: "local", "ray-1"
+    or "ray-2" replicas, or "noop": the proxy ceiling's no-op deployment)."""
 
-    def __init__(self, spec: str, durability: str, folder: Path) -> None:
+    def __init__(self, spec: str, durability: str, folder: Path, backend: str = "local") -> None:
         self.folder = folder
+        self.backend = backend
         err = folder.with_suffix(".err")
-        argv = [sys.executable, "-m", "deepbandits", "serve", "--policy", spec, "--state"]
-        argv += [str(folder), "--port", "0", "--durability", durability]
+        if backend == "noop":
+            argv = [sys.executable, __file__, "--noop-server"]
+        else:
+            argv = [sys.executable, "-m", "deepbandits", "serve", "--policy", spec, "--state"]
+            argv += [str(folder), "--port", "0", "--durability", durability]
+        if backend.startswith("ray"):
+            argv += ["--backend", "ray", "--replicas", backend[-1], "--merge-every", "0"]
         with open(err, "w") as f:
             self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=f)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 180
         while not (found := re.search(r" on (http://127\.0\.0\.1:\d+) ", err.read_text())):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.kill()
@@ -135,7 +154,10 @@ class Server:
         self.url = found[1]
 
     def cpu(self) -> float | None:
-        """Seconds of CPU the server used so far (Linux's /proc; None elsewhere)."""
+        """Seconds of CPU the server used so far (Linux's /proc; None elsewhere, and for Ray,
+        whose work runs in Ray's processes)."""
+        if self.backend != "local":
+            return None
         try:
             fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
@@ -143,34 +165,49 @@ class Server:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def kill(self) -> None:
+        """SIGKILL (a local server), or SIGTERM and a wait (Ray: module notes)."""
         if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-            self.process.wait(30)
+            local = self.backend == "local"
+            os.kill(self.process.pid, signal.SIGKILL if local else signal.SIGTERM)
+            self.process.wait(120)
 
     def logged(self) -> tuple[set[str], set[str]]:
-        """The ids of the log's decisions (batch events included) and rewards."""
-        decided, rewarded = logged_ids(self.folder)
-        return set(decided), set(rewarded)
+        """The ids of the log's decisions (batch events included) and rewards (a Ray server's
+        ids are ``"<replica>:<id>"``, each in its replica's log)."""
+        if self.backend == "local":
+            decided, rewarded = logged_ids(self.folder)
+            return set(decided), set(rewarded)
+        if self.backend == "noop":
+            return set(), set()
+        decisions: set[str] = set()
+        rewards: set[str] = set()
+        for i in range(int(self.backend[-1])):
+            decided, rewarded = logged_ids(self.folder / f"replica-{i}")
+            decisions.update(f"{i}:{d}" for d in decided)
+            rewards.update(f"{i}:{r}" for r in rewarded)
+        return decisions, rewards
 
 
 class Connection:
     """One keep-alive HTTP/1.1 connection to ``host:port`` (one request at a time)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str
+    ) -> None:
+        self.reader, self.writer, self.host = reader, writer, host
 
     @classmethod
     async def open(cls, url: str) -> Connection:
         host, port = url.removeprefix("http://").rsplit(":", 1)
         reader, writer = await asyncio.open_connection(host, int(port))
         writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return cls(reader, writer)
+        return cls(reader, writer, f"{host}:{port}")
 
     async def request(
         self, method: str, path: str, body: bytes = b"", media: str = JSON
     ) -> tuple[int, bytes]:
         """The status and body of the answer to one request."""
-        head = f"{method} {path} HTTP/1.1\r\nhost: x\r\ncontent-length: {len(body)}\r\n"
+        head = f"{method} {path} HTTP/1.1\r\nhost: {self.host}\r\ncontent-length: {len(body)}\r\n"
         self.writer.write(f"{head}content-type: {media}\r\n\r\n".encode() + body)
         lines = (await self.reader.readuntil(b"\r\n\r\n")).split(b"\r\n")
         length = next(
@@ -343,7 +380,8 @@ async def batch(
 
 
 async def measure(res: Result, spec: str, args: argparse.Namespace, root: Path) -> Result:
-    server = Server(spec, res.durability, root / f"{res.case}-{res.endpoint}-{res.durability}")
+    name = f"{res.case}-{res.backend}-{res.endpoint}-{res.durability}".replace(" ", "_")
+    server = Server(spec, res.durability, root / name, res.backend)
     try:
         await wait_ready(server.url)
         shape = (args.arms, args.features)
@@ -362,15 +400,79 @@ async def measure(res: Result, spec: str, args: argparse.Namespace, root: Path) 
         if cpu is not None:
             res.server_cpu = server.cpu() - cpu  # type: ignore[operator]
         after = await training_seconds(server.url)
-        if spec != LINUCB:
+        if spec == NEURAL:
             res.training = min(1.0, (after[0] - before[0]) / res.seconds)
             res.trainings = after[1] - before[1]
         res.decisions, res.rewards = len(res.ids), len(res.rewarded)
     finally:
-        server.kill()  # kill -9: what was answered must be in the log
+        server.kill()  # kill -9 (local): what was answered must be in the log
+    if server.backend == "noop":
+        res.lost = -1  # nothing is logged
+        return res
     decisions, rewards = server.logged()
     res.lost = len(set(res.ids) - decisions) + len(set(res.rewarded) - rewards)
     return res
+
+
+#: The answer of the no-op deployment (a decision of 10 arms, as the cases ask).
+NOOP_ANSWER = orjson.dumps(
+    {
+        "decision_id": "0:" + "0" * 32,
+        "arm": 0,
+        "propensity": 1.0,
+        "mean": [0.0] * 10,
+        "width": [0.0] * 10,
+        "model_version": 0,
+        "rewards_learned": 0,
+        "sigma2": 1.0,
+    }
+)
+
+
+async def noop_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An ASGI app that reads a request's body and answers :data:`NOOP_ANSWER` (``/metrics``:
+    nothing)."""
+    if scope["type"] != "http":
+        return
+    more = True
+    while more:
+        more = (await receive()).get("more_body", False)
+    body = b"" if scope["path"] == "/metrics" else NOOP_ANSWER
+    headers = [(b"content-type", JSON.encode()), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def noop_server() -> None:
+    """``--noop-server``: a Ray instance started as ``deepbandits serve --backend ray`` starts
+    it, Serve's proxy on a free loopback port, and a no-op ingress deployment (module notes),
+    until SIGTERM."""
+    import ray
+    from ray import serve
+
+    from deepbandits.serve.ray_run import ray_init_options
+
+    @serve.deployment(max_ongoing_requests=1024, ray_actor_options={"num_cpus": 0})
+    @serve.ingress()
+    class Noop:
+        def __serve_build_asgi_app__(self) -> Any:
+            return noop_app
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    ray.init(**ray_init_options("127.0.0.1", None))
+    with socket.socket() as sock:  # once Ray's own processes hold their ports
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        serve.run(Noop.bind(), name="noop", route_prefix="/")
+        print(f"no-op on http://127.0.0.1:{port} (Ray Serve)", file=sys.stderr, flush=True)
+        while not stop:
+            time.sleep(0.2)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
 
 
 def main() -> None:
@@ -390,6 +492,9 @@ def main() -> None:
     parser.add_argument(
         "--neural-rate", type=float, default=1000.0, help="decisions/s offered to the neural case"
     )
+    parser.add_argument(
+        "--ray-rate", type=float, default=1000.0, help="decisions/s offered to LinUCB on Ray"
+    )
     parser.add_argument("--reward-delay", type=float, default=0.01, help="seconds")
     parser.add_argument("--max-seconds", type=float, default=20.0, help="per case")
     parser.add_argument("--arms", type=int, default=10)
@@ -399,7 +504,12 @@ def main() -> None:
     parser.add_argument(
         "--out", default=str(OUT), help="Markdown file written with the table ('' for none)"
     )
+    parser.add_argument("--no-ray", action="store_true", help="the local backend only")
+    parser.add_argument("--noop-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.noop_server:
+        noop_server()
+        return
     load_before = os.getloadavg()[0]
     if args.quick:
         args.decisions //= 10
@@ -422,16 +532,24 @@ def main() -> None:
         ("LinUCB", LINUCB, "normal", "decide_batch (Arrow)", 2, None),
         ("LinUCB", LINUCB, "full", "decide_batch (Arrow)", 2, None),
     ]
+    cases = [(*case, "local") for case in cases]
+    if not args.no_ray:
+        for backend in ("ray-1", "ray-2"):
+            cases += [
+                ("LinUCB", LINUCB, "normal", "decide", args.concurrency, None, backend),
+                ("LinUCB", LINUCB, "normal", "decide", args.concurrency, args.ray_rate, backend),
+                ("LinUCB", LINUCB, "normal", "decide_batch (JSON)", 2, None, backend),
+                ("LinUCB", LINUCB, "normal", "decide_batch (Arrow)", 2, None, backend),
+            ]
+        cases += [("no-op (proxy ceiling)", "", "-", "decide", args.concurrency, None, "noop")]
     results = []
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
-        for name, spec, durability, endpoint, concurrency, rate in cases:
+        for name, spec, durability, endpoint, concurrency, rate, backend in cases:
             offered = "closed" if rate is None else "offered"
-            if (
-                args.only
-                and args.only.lower() not in f"{name} {endpoint} {durability} {offered}".lower()
-            ):
+            words = f"{name} {backend} {endpoint} {durability} {offered}".lower()
+            if args.only and args.only.lower() not in words:
                 continue
-            res = Result(name.split(" ")[0], durability, endpoint, concurrency, rate)
+            res = Result(name.split(" ")[0], durability, endpoint, concurrency, rate, backend)
             res = uvloop.run(measure(res, spec, args, Path(tmp)))
             res.case = name
             print(" | ".join(res.row()), file=sys.stderr)
@@ -444,13 +562,14 @@ def main() -> None:
 
 def render(results: list[Result], args: argparse.Namespace, load_before: float) -> str:
     """The run as Markdown: what was run, on what, and one table row per case."""
-    head = ["policy", "durability", "endpoint", "clients", "offered/s", "decisions", "s"]
+    head = ["policy", "backend", "durability", "endpoint", "clients", "offered/s", "decisions"]
+    head += ["s"]
     head += ["decisions/s"]
     head += ["decide p50 / p95 / p99 ms", "rewards", "reward p99 ms", "training"]
     head += ["server CPU ms per decision", "lost"]
     command = shlex.join(["python", "benchmarks/serve_load.py", *sys.argv[1:]])
     lines = [
-        f"# `benchmarks/serve_load.py` (issue 24), measured {time.strftime('%Y-%m-%d')}",
+        f"# `benchmarks/serve_load.py` (issues 24, 46), measured {time.strftime('%Y-%m-%d')}",
         "",
         f"`{command}`: {args.arms} arms x {args.features} features, reward delay "
         f"{args.reward_delay} s; {os.cpu_count()} CPUs shared by the server (its own process) "

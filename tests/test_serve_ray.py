@@ -2,11 +2,14 @@
 proxy on a loopback port, the real client): each decides and logs on its own, rewards reach the
 replica that decided, and after a merge round every replica's ridge statistics equal those of
 one policy that learned every reward (twice: the second round adds only what was learned since
-the first)."""
+the first). The Ray instance is started as ``deepbandits serve`` starts it: token
+authentication on, Serve's proxy on loopback only. (The HTTP contract itself runs on this
+backend in ``test_serve_api.py``.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sqlite3
 from contextlib import closing
@@ -18,7 +21,7 @@ import pytest
 import deepbandits as db
 from deepbandits.client import ServiceClient
 from deepbandits.errors import UnknownDecisionError
-from serve_support import contexts_stream, reward_of
+from serve_support import RayServe, contexts_stream, reward_of
 
 try:
     import ray
@@ -32,31 +35,24 @@ pytestmark = pytest.mark.skipif(
 SPEC = "linucb:reward_range=[0,1],seed=11"
 
 
-def free_port() -> int:
-    with closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    from deepbandits.serve.ray_app import build_app
-
-    root = tmp_path_factory.mktemp("ray") / "state"
-    port = free_port()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    serve.run(build_app(root, SPEC, 2, merge_every=None), name="deepbandits", route_prefix="/")
+def ray_serve():
+    harness = RayServe()
     try:
-        yield root, f"http://127.0.0.1:{port}"
+        yield harness
     finally:
-        serve.shutdown()
-        ray.shutdown()
+        harness.close()
 
 
-def replica_ridge(i: int) -> dict:
-    handle = serve.get_deployment_handle(f"replica-{i}", app_name="deepbandits")
-    return handle.ridge.remote().result()
+@pytest.fixture
+def served(ray_serve, tmp_path):
+    root = tmp_path / "state"
+    with ray_serve.running(root, SPEC, 2) as client:
+        yield root, client.url
+
+
+def replica_ridge(ray_serve: RayServe, i: int) -> dict:
+    return ray_serve.replica(i).ridge.remote().result()
 
 
 def everything_learned(root) -> db.Policy:
@@ -86,12 +82,12 @@ def play(client: ServiceClient, seed: int, n: int) -> list:
     return decisions
 
 
-def test_after_a_merge_every_replica_equals_one_policy_that_learned_everything(served):
+def test_after_a_merge_every_replica_equals_one_policy_that_learned_everything(ray_serve, served):
     root, url = served
     with ServiceClient(url) as client, httpx.Client(base_url=url, timeout=60) as http:
         first = play(client, 0, 30)
         assert {d.id.split(":")[0] for d in first} == {"0", "1"}  # both replicas decided
-        before = [replica_ridge(i) for i in range(2)]
+        before = [replica_ridge(ray_serve, i) for i in range(2)]
         assert before[0]["t"] + before[1]["t"] == 30 and min(r["t"] for r in before) > 0
         assert not np.allclose(before[0]["A"], before[1]["A"])  # each learned its own share
         for generation, seed in ((1, 1), (2, 2)):
@@ -100,7 +96,7 @@ def test_after_a_merge_every_replica_equals_one_policy_that_learned_everything(s
             reference = everything_learned(root)
             assert answer["rewards_learned"] == reference.t_
             for i in range(2):
-                ridge = replica_ridge(i)
+                ridge = replica_ridge(ray_serve, i)
                 assert ridge["t"] == reference.t_
                 np.testing.assert_allclose(ridge["A"], reference.ridge_.A, rtol=1e-10, atol=0)
                 np.testing.assert_allclose(ridge["b"], reference.ridge_.b, rtol=1e-10, atol=1e-14)
@@ -111,3 +107,29 @@ def test_after_a_merge_every_replica_equals_one_policy_that_learned_everything(s
         with pytest.raises(UnknownDecisionError):
             client.learn("7:nope", 0.5)
         assert (root / "merged" / "merged.json").exists()
+
+
+def listening_addresses(port: int) -> list[str]:
+    """The addresses of the TCP sockets listening on ``port`` (Linux's /proc/net/tcp)."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not os.path.exists(table):
+            continue
+        with open(table) as rows:
+            for row in list(rows)[1:]:
+                local, state = row.split()[1], row.split()[3]
+                address, hex_port = local.split(":")
+                if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                    raw = bytes.fromhex(address)
+                    if len(raw) == 4:
+                        found.append(socket.inet_ntop(socket.AF_INET, raw[::-1]))
+                    else:  # four little-endian 32-bit words
+                        words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+                        found.append(socket.inet_ntop(socket.AF_INET6, words))
+    return found
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads Linux's socket table")
+def test_ray_runs_with_token_authentication_and_serves_http_on_loopback_only(ray_serve, served):
+    assert os.environ.get("RAY_AUTH_MODE") == "token"  # Ray's own gRPC ports need the token
+    assert listening_addresses(ray_serve.port) == ["127.0.0.1"]

@@ -74,7 +74,6 @@ def serve_ray(args: argparse.Namespace) -> int:
     if args.checkpoint is not None:
         raise InputValueError("--backend ray serves a --policy SPEC; --checkpoint is not supported")
     token = args.token if args.token is not None else os.environ.get("DEEPBANDITS_TOKEN") or None
-    port = args.port or _free_port(args.host)
     options = {"durability": args.durability, "snapshot_every": args.snapshot_every}
     every = args.merge_every or None
     hosts = args.allowed_hosts
@@ -91,9 +90,18 @@ def serve_ray(args: argparse.Namespace) -> int:
         options=options,
     )
     address = args.address or os.environ.get("RAY_ADDRESS") or None
+    signal.signal(signal.SIGTERM, _interrupt)  # from here on, Ray is stopped on the way out
     ray.init(**ray_init_options(args.host, address))
     try:
-        serve.start(http_options={"host": args.host, "port": port})
+        # a free port chosen once Ray's own processes hold theirs
+        port = args.port or _free_port(args.host)
+        try:
+            serve.start(http_options={"host": args.host, "port": port})
+        except Exception as exc:  # Serve's proxy reports a failed bind as its own error
+            raise InputValueError(
+                f"Ray Serve cannot listen on {args.host}:{port} ({exc.__class__.__name__}; "
+                "another service on that port? choose another with --port)"
+            ) from None
         ingress = serve.run(app, name=APP, route_prefix="/")
         print(
             f"deepbandits: serving {args.policy or 'the policy of ' + str(args.state)} with "
@@ -102,7 +110,6 @@ def serve_ray(args: argparse.Namespace) -> int:
             "Ctrl-C stops",
             file=sys.stderr,
         )
-        signal.signal(signal.SIGTERM, _interrupt)
         try:
             while True:
                 time.sleep(1.0)

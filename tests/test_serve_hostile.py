@@ -1,0 +1,66 @@
+"""What a hostile or careless client cannot do to a service: shift the scale of the contexts
+until exploration stops, or stall other clients with one large batch."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import deepbandits as db
+from deepbandits.serve.scale import ContextScale
+from deepbandits.serve.state import ServiceState
+from serve_support import LINUCB, contexts_stream, reward_of
+
+
+def play(state: ServiceState, seed: int, n: int, scale: float = 1.0) -> list:
+    decisions = []
+    for X in contexts_stream(seed, n):
+        d, _ = state.decide(X * scale)
+        state.learn(d.id, reward_of(X, d.arm))[1].result()
+        decisions.append(d)
+    return decisions
+
+
+def test_without_the_check_one_huge_context_ends_exploration_for_good(tmp_path):
+    """The finding: contexts 1e10 times the earlier ones (inside the bound on numbers) make
+    every later width zero, silently."""
+    with ServiceState(tmp_path / "s", policy=LINUCB, max_context_ratio=None) as state:
+        before = play(state, 0, 30)[-1].width
+        play(state, 1, 10, scale=1e10)  # a burst of contexts in a unit 1e10 times smaller
+        after = play(state, 2, 5)[-1].width
+    assert before.min() > 1e-3 and after.max() < 1e-8
+
+
+def test_a_context_far_outside_the_scale_seen_is_refused_and_changes_nothing(tmp_path):
+    with ServiceState(tmp_path / "s", policy=LINUCB) as state:
+        play(state, 0, 30)
+        counts, events = state.policy.pending_.counts(), state.log.seq
+        huge = contexts_stream(1, 1)[0] * 1e10
+        with pytest.raises(db.InputValueError, match=r"times the largest absolute value"):
+            state.decide(huge)
+        with pytest.raises(db.InputValueError, match="max-context-ratio"):
+            state.decide_batch([contexts_stream(3, 1)[0], huge[:2]])  # one ragged request
+        assert state.policy.pending_.counts() == counts and state.log.seq == events
+        assert play(state, 2, 5)[-1].width.min() > 1e-3  # exploration goes on
+        assert state.decide(huge / 1e5)[0].arm in range(3)  # 1e5 times: inside the bound
+        largest = state.scale.largest
+        state.snapshot()
+    with ServiceState(tmp_path / "s") as again:  # the scale seen survives a restart
+        assert again.scale.largest == largest
+        with pytest.raises(db.InputValueError):
+            again.decide(huge * 1e3)
+
+
+def test_the_ratio_is_checked():
+    for bad in (0.5, 1, float("nan"), "big", True):
+        with pytest.raises(db.InputValueError, match="max_context_ratio"):
+            ContextScale(bad)
+    scale = ContextScale(10.0)
+    assert scale.check(np.ones((2, 2))) == 1.0  # nothing seen yet: anything goes
+    scale.seen(1.0)
+    with pytest.raises(db.InputValueError):
+        scale.check(np.full((2, 2), 11.0))
+    assert scale.check(np.array([[np.nan, 1e30]])) is None  # the policy refuses these itself
