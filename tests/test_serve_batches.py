@@ -16,11 +16,11 @@ import pytest
 
 import deepbandits as db
 from deepbandits.client import ServiceClient
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.serve import log as event_log
 from deepbandits.serve.events import decision_body, rng_json, row_crc
 from deepbandits.serve.export import log_table, logged_ids
 from deepbandits.serve.state import ServiceState
+from deepbandits.specs import parse_spec
 from serve_support import LINUCB, Served, reward_of, running
 
 K, D, B = 4, 5, 12
@@ -155,6 +155,11 @@ def test_a_format_1_log_still_replays_and_exports(tmp_path):
     folder = tmp_path / "s"
     ServiceState(folder, policy=LINUCB).close()
     (folder / "events.sqlite").unlink()
+    for name in ("service.json", "base.json"):  # a folder of the previous version: no id
+        written = json.loads((folder / name).read_text())
+        written.pop("id", None)
+        written.pop("folder_id", None)
+        (folder / name).write_text(json.dumps(written))
     X, masks = requests(2)
     old = write_format_1(folder, X, masks)
     table = log_table(folder)  # read as it is

@@ -71,3 +71,38 @@ def test_events_survive_close_and_reopen_with_checkpoints_running(tmp_path, dura
         assert log.last_seq() == 200 and [e.seq for e in log.read(190)] == list(range(191, 201))
     finally:
         log.close()
+
+
+def test_damaged_rows_are_set_aside_whatever_the_damage(tmp_path):
+    path = tmp_path / "events.sqlite"
+    log = event_log.EventLog(path)
+    append(log, 10, 20)
+    log.close()
+    with sqlite3.connect(path) as conn:  # not UTF-8; another type; a changed checksum
+        conn.execute("UPDATE events SET body = CAST(x'ff41' AS TEXT) WHERE seq = 4")
+        conn.execute("UPDATE events SET time = 'noon' WHERE seq = 6")
+        conn.execute("UPDATE events SET crc = crc + 1 WHERE seq = 10")
+    log = event_log.EventLog(path)
+    try:
+        assert [e.seq for e in log.read()] == [1, 2, 3, 5, 7, 8, 9]
+        assert log.notes == [
+            "3 damaged events of the log found at this start (its checksum does not match) and "
+            "set aside in the table damaged_events of events.sqlite: 4, 6, 10"
+        ]
+        assert [(e.seq, e.time) for e in log.damaged()][1] == (6, "noon")  # kept as it was
+        assert log.last_seq() == 10  # the next event is 11, not a number set aside
+    finally:
+        log.close()
+    log = event_log.EventLog(path)
+    try:
+        assert log.notes == [
+            "3 events of the log set aside at an earlier start (table damaged_events of "
+            "events.sqlite): 4, 6, 10"
+        ]
+    finally:
+        log.close()
+
+
+def test_numbers_lists_the_first_twenty():
+    assert event_log.numbers([3, 4]) == "3, 4"
+    assert event_log.numbers(range(1, 31)) == ", ".join(map(str, range(1, 21))) + ", ..."

@@ -130,7 +130,7 @@ def test_a_checkpoint_file_is_served(tmp_path):
         ServiceState(tmp_path / "new", checkpoint=tmp_path / "missing.pt")
 
 
-def test_a_damaged_log_is_recovered_to_its_last_good_event(tmp_path):
+def test_a_damaged_log_is_recovered_without_losing_a_later_event(tmp_path):
     folder = tmp_path / "s"
     with running(folder, LINUCB) as (state, client):
         play(client, state, contexts_stream(3, 30, K=10, d=40))
@@ -139,16 +139,17 @@ def test_a_damaged_log_is_recovered_to_its_last_good_event(tmp_path):
         conn.execute("UPDATE events SET body = replace(body, '\"arm\":', '\"arm\": ') WHERE seq=41")
     with ServiceState(folder) as state:
         notes = state.health()["notes"]
-        assert any("event 41" in n and "recovered up to event 40" in n for n in notes), notes
-        assert state.health()["events"] == 40 and state.policy.t_ == 20
-    assert list(folder.glob("events.damaged-*.sqlite"))  # the whole log is kept aside
+        assert any("damaged" in n and n.endswith(": 41") for n in notes), notes
+        # its reward (event 42) is set aside with it; every later event is replayed
+        assert any("event 42" in n and "damaged event 41" in n for n in notes), notes
+        assert state.health()["events"] == 58 and state.policy.t_ == 29
     size = log.stat().st_size
     with open(log, "r+b") as f:  # the file cut short
         f.truncate(size * 2 // 3)
     with ServiceState(folder) as state:
         notes = state.health()["notes"]
         assert any("the event log was damaged" in n for n in notes), notes
-        assert 0 < state.health()["events"] < 40
+        assert 0 < state.health()["events"] < 58
     text = log.with_name("garbage.sqlite")
     text.write_bytes(b"not a database at all" * 100)
     text.replace(log)

@@ -20,6 +20,10 @@ One row per decision, in the order they were made:
 The log is read through a read-only connection, so a running service may keep writing. Both
 layouts of the log give the same table: a decision event is one row, a batch event
 (:mod:`deepbandits.serve.batches`) one row per decision it holds.
+
+Only intact rows are read: a row whose checksum does not match is left out, as are the rows the
+service set aside (:mod:`deepbandits.serve.log`). The table's ``attrs["damaged_events"]`` lists
+the numbers of the events left out, in order (empty for a sound log).
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ from deepbandits._io import write_atomic
 from deepbandits.errors import EventLogError, InputValueError
 from deepbandits.serve.batches import KIND as BATCH
 from deepbandits.serve.batches import batch_ids, read_batch, request_masks
-from deepbandits.serve.log import log_format, problem_of
+from deepbandits.serve.events import Event
+from deepbandits.serve.log import checked, connect, log_format, problem_of, set_aside_in
 from deepbandits.serve.store import LOG_FILE
 
 FORMATS = ("parquet", "csv")
@@ -54,12 +59,7 @@ COLUMNS = (
     "contexts",
     "mask",
 )
-DECISIONS = (
-    "SELECT kind, decision_id, time, model_version, body FROM events "
-    f"WHERE kind IN ('decision', '{BATCH}') ORDER BY seq"
-)
-REWARDS = "SELECT decision_id, time, body FROM events WHERE kind = 'reward'"
-REWARDED = "SELECT decision_id FROM events WHERE kind = 'reward' ORDER BY seq"
+DECIDED = ("decision", BATCH)
 
 
 def _decided(kind: str, decision_id: str | None, body: str | bytes) -> list[dict[str, Any]]:
@@ -103,59 +103,73 @@ def _log_path(state: str | Path) -> Path:
     if problem is not None:
         raise EventLogError(
             f"the event log {path} is damaged ({problem}): start deepbandits serve on {state} "
-            "once, which recovers it to its last good event, then export it"
+            "once, which copies every event SQLite can still read into a sound log, then export it"
         )
     return path
 
 
+def _intact(path: Path) -> tuple[list[Event], list[int]]:
+    """The intact events of the log at ``path`` in order, and the numbers of those left out
+    (damaged, or set aside by the service) in order."""
+    with closing(connect(path, read_only=True)) as conn:
+        try:
+            log_format(conn)
+            events, damaged = [], set_aside_in(conn)
+            for event, intact in checked(conn):
+                if intact:
+                    events.append(event)
+                else:
+                    damaged.append(event.seq)
+        except sqlite3.DatabaseError as exc:
+            raise EventLogError(f"the event log {path} cannot be read: {exc}") from None
+    return events, sorted(damaged)
+
+
 def logged_ids(state: str | Path) -> tuple[list[str], list[str]]:
     """The ids of the decisions (those of batch events included) and of the rewards in the log
-    of the state folder ``state``, each in the order logged."""
-    path = _log_path(state)
+    of the state folder ``state``, each in the order logged (intact events only)."""
+    events = _intact(_log_path(state))[0]
     decided: list[str] = []
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
-        log_format(conn)
-        for kind, decision_id, _, _, body in conn.execute(DECISIONS):
-            decided.extend(batch_ids(body) if kind == BATCH else [decision_id])
-        rewarded = [i for (i,) in conn.execute(REWARDED)]
-    return decided, rewarded
+    for e in events:
+        if e.kind == BATCH:
+            decided.extend(batch_ids(e.body))  # type: ignore[arg-type]
+        elif e.kind == "decision":
+            decided.append(str(e.decision_id))
+    return decided, [str(e.decision_id) for e in events if e.kind == "reward"]
 
 
 def log_table(state: str | Path) -> pd.DataFrame:
-    """The decisions of the state folder ``state`` with their rewards (module notes)."""
-    path = _log_path(state)
+    """The decisions of the state folder ``state`` with their rewards (module notes);
+    ``attrs["damaged_events"]``: the events left out as damaged."""
+    events, damaged = _intact(_log_path(state))
+    rewards = {e.decision_id: (e.time, e.values()) for e in events if e.kind == "reward"}
     rows: list[dict[str, Any]] = []
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        log_format(conn)
-        rewards = {i: (t, json.loads(body)) for i, t, body in conn.execute(REWARDS)}
-        for kind, decision_id, t, version, body in conn.execute(DECISIONS):
-            for row in _decided(kind, decision_id, body):
-                t_reward, r = rewards.get(row["decision_id"], (None, None))
-                rows.append(
-                    {
-                        **row,
-                        "time_decided": t,
-                        "time_rewarded": t_reward,
-                        "model_version": version,
-                        "reward": None if r is None else r["reward"],
-                        "reward_range": None if r is None else r["reward_range"],
-                        "n_arms": len(row["contexts"]),
-                    }
-                )
-    except sqlite3.DatabaseError as exc:
-        raise EventLogError(f"the event log {path} cannot be read: {exc}") from None
-    finally:
-        conn.close()
+    for e in events:
+        if e.kind not in DECIDED:
+            continue
+        for row in _decided(e.kind, e.decision_id, e.body):
+            t_reward, r = rewards.get(row["decision_id"], (None, None))
+            rows.append(
+                {
+                    **row,
+                    "time_decided": e.time,
+                    "time_rewarded": t_reward,
+                    "model_version": e.model_version,
+                    "reward": None if r is None else r["reward"],
+                    "reward_range": None if r is None else r["reward_range"],
+                    "n_arms": len(row["contexts"]),
+                }
+            )
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     table["reward"] = table["reward"].astype("float64")
     table["time_rewarded"] = table["time_rewarded"].astype("float64")
+    table.attrs["damaged_events"] = damaged
     return table
 
 
 def export_log(state: str | Path, out: str | Path, fmt: str = "parquet") -> pd.DataFrame:
     """Write :func:`log_table` of ``state`` to ``out`` as Parquet or CSV (atomically); returns
-    the table."""
+    the table (its ``attrs["damaged_events"]``: the events left out as damaged)."""
     if fmt not in FORMATS:
         raise InputValueError(f"format must be one of {', '.join(FORMATS)}, but {fmt!r} is given")
     table = log_table(state)

@@ -11,10 +11,12 @@
 
 Every file is written through :func:`~deepbandits._io.write_atomic`; a checkpoint is the
 policy's file (``policy.save``'s format: tensors and JSON, read with ``weights_only=True``) and a
-JSON sidecar naming the last event it includes, the network version, a training still due and
-the file's SHA-256. :meth:`StateFolder.load_newest` loads the newest checkpoint whose file
-matches its checksum and loads; a damaged one is reported and the previous one (then the base)
-is used.
+JSON sidecar naming the last event it includes, the network version, a training still due,
+the file's SHA-256 and the folder's id (``folder_id``, from ``service.json``).
+:meth:`StateFolder.load_newest` loads the newest checkpoint of this folder whose file matches
+its checksum and loads; a damaged one, or one of another folder, is reported and the previous
+one (then the base) is used. A sidecar without ``folder_id`` (written by an older version) is
+taken as the folder's.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class StateFolder:
         self.root = Path(root)
         self.checkpoints = self.root / "checkpoints"
         self.networks = self.root / "networks"
+        #: The folder's id, once known (:func:`deepbandits.serve.recovery.open_log`).
+        self.id: str | None = None
 
     @property
     def log_path(self) -> Path:
@@ -88,14 +92,20 @@ class StateFolder:
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self, data: bytes, meta: dict[str, Any], *, base: bool = False) -> Path:
         """Write a checkpoint (the policy file ``data`` and its sidecar ``meta`` plus the
-        file's name and checksum); keep the newest :data:`KEEP`. Returns the sidecar's path."""
+        file's name and checksum and the folder's id); keep the newest :data:`KEEP`. Returns
+        the sidecar's path."""
         if base:
             pt, sidecar = self.root / "base.pt", self.root / "base.json"
         else:
             stem = f"ckpt-{int(meta['seq']):012d}"
             pt, sidecar = self.checkpoints / f"{stem}.pt", self.checkpoints / f"{stem}.json"
         write_atomic(pt, data)
-        full = {**meta, "file": str(pt.relative_to(self.root)), "sha256": sha256(data)}
+        full = {
+            **meta,
+            "file": str(pt.relative_to(self.root)),
+            "sha256": sha256(data),
+            "folder_id": self.id,
+        }
         write_atomic(sidecar, json.dumps(full, indent=2) + "\n")
         if not base:
             for old in self.sidecars()[KEEP:]:
@@ -109,30 +119,47 @@ class StateFolder:
             return []
         return sorted(self.checkpoints.glob("ckpt-*.json"), reverse=True)
 
-    def _load(self, sidecar: Path) -> tuple[Policy, dict[str, Any]]:
+    def _read_sidecar(self, sidecar: Path) -> dict[str, Any]:
         try:
-            meta = json.loads(sidecar.read_text(encoding="utf-8"))
+            meta: dict[str, Any] = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{sidecar.name} cannot be read: {exc}") from None
+        if not isinstance(meta, dict):
+            raise CheckpointError(f"{sidecar.name} is not a checkpoint's sidecar (a JSON object)")
+        return meta
+
+    def _load(self, sidecar: Path, meta: dict[str, Any]) -> Policy:
+        try:
             pt = self.root / meta["file"]
             data = pt.read_bytes()
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, KeyError, TypeError) as exc:
             raise CheckpointError(f"{sidecar.name} cannot be read: {exc}") from None
         if sha256(data) != meta.get("sha256"):
             raise CheckpointError(f"{pt.name} does not match the checksum in {sidecar.name}")
-        return load_policy(pt), meta
+        return load_policy(pt)
 
     def load_newest(self, notes: list[str]) -> tuple[Policy, dict[str, Any]] | None:
-        """The newest checkpoint that loads (then the base), with its sidecar; each damaged
-        one is added to ``notes`` and logged. None when none loads."""
+        """The newest checkpoint of this folder that loads (then the base), with its sidecar;
+        each damaged one, and each of another folder, is added to ``notes`` and logged. None
+        when none loads."""
         candidates = [*self.sidecars(), self.root / "base.json"]
         for sidecar in candidates:
             if not sidecar.exists():
                 continue
             try:
-                return self._load(sidecar)
+                meta = self._read_sidecar(sidecar)
+                theirs = meta.get("folder_id", self.id)
+                if theirs != self.id:
+                    note = (
+                        f"checkpoint {sidecar.name} belongs to another state folder (id {theirs}),"
+                        f" not this one (id {self.id}), and was skipped"
+                    )
+                else:
+                    return self._load(sidecar, meta), meta
             except DeepBanditsError as exc:
                 note = f"checkpoint {sidecar.name} is damaged and was skipped: {exc}"
-                notes.append(note)
-                LOG.warning(note)
+            notes.append(note)
+            LOG.warning(note)
         return None
 
     # ------------------------------------------------------------------ networks
