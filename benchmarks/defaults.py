@@ -83,10 +83,10 @@ from tqdm.auto import tqdm
 import deepbandits as db
 from deepbandits._io import write_atomic
 from deepbandits.experiments.runner import give_horizon
-from deepbandits.experiments.specs import parse_seeds, parse_spec
 from deepbandits.experiments.tune import with_params
 from deepbandits.metrics import locked_out_arms, unplayed_arms, window_accuracy
 from deepbandits.networks.learner import PLAIN_TRAINING
+from deepbandits.specs import parse_seeds, parse_spec
 
 
 # ---------------------------------------------------------------------------- the settings

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import deepbandits as db
 from _output import append_row
-from deepbandits.experiments.specs import parse_seeds
 from deepbandits.metrics import locked_out_arms, unplayed_arms
+from deepbandits.specs import parse_seeds
 from defaults import OWN_DATA, WINDOW, build_env
 
 OUT = Path(__file__).resolve().parent / "results" / "own_data_tuning.csv"

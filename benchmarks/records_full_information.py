@@ -45,7 +45,7 @@ from torch import nn
 
 import deepbandits as db
 from deepbandits._io import write_atomic
-from deepbandits.experiments.specs import parse_seeds
+from deepbandits.specs import parse_seeds
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MARKS = (1000, 2000, 4096, 5000)

@@ -43,7 +43,7 @@ from pathlib import Path
 import pandas as pd
 
 from _output import append_row
-from deepbandits.experiments.specs import parse_seeds
+from deepbandits.specs import parse_seeds
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: The environment of each kernel set (see the module's notes).

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import deepbandits as db
 from _output import append_row
-from deepbandits.experiments.specs import parse_seeds
+from deepbandits.specs import parse_seeds
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MARKS = (1000, 2000, 4096, 5000)

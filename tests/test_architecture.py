@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -217,3 +218,60 @@ def test_every_public_name_loads_from_the_module_the_stub_names():
     with pytest.raises(AttributeError, match="no_such_name"):
         db.no_such_name  # noqa: B018
     assert "make_policy" in dir(db)
+
+
+SOURCE = Path(db.__file__).parent
+
+
+def _trees(package: str) -> list[tuple[Path, ast.Module]]:
+    return [
+        (path, ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted((SOURCE / package).rglob("*.py"))
+    ]
+
+
+def test_the_service_imports_nothing_from_the_experiments():
+    """serve/ sits beside experiments/, not on it: what both need (the spec parser, the thread
+    pinning) lives below both (``deepbandits.specs``, ``deepbandits._threads``)."""
+    found = []
+    for path, tree in _trees("serve"):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            if any(
+                n == "deepbandits.experiments" or n.startswith("deepbandits.experiments.")
+                for n in names
+            ):
+                found.append(f"{path.name}:{node.lineno}")
+    assert not found, f"serve/ imports from deepbandits.experiments at {', '.join(found)}"
+
+
+def test_the_service_reads_no_private_member_of_a_policy():
+    """serve/ drives a policy by its public, documented calls only (``random_state``,
+    ``prepare_training``, ``apply_training``, ``initialize``, ...): no ``x._name`` there names a
+    private attribute or method that the policies package defines."""
+    private = set()
+    for _, tree in _trees("policies"):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                private.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                private.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                private.add(node.id)  # class attributes (``_samples: ClassVar[bool]``)
+    private = {name for name in private if name.startswith("_") and not name.startswith("__")}
+    assert {"_rng", "_check", "_params"} <= private  # the check sees what it must refuse
+    found = []
+    for path, tree in _trees("serve"):
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in private
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                found.append(f"{path.name}:{node.lineno} .{node.attr}")
+    assert not found, f"serve/ reads private members of a policy: {', '.join(found)}"

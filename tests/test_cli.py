@@ -6,8 +6,8 @@ import pytest
 
 from deepbandits.cli import main
 from deepbandits.errors import InputValueError
-from deepbandits.experiments.specs import format_seeds, parse_seeds, parse_spec
 from deepbandits.policies import distinct_policy_names
+from deepbandits.specs import format_seeds, parse_seeds, parse_spec
 
 
 def test_parse_spec_and_seeds():

@@ -22,8 +22,8 @@ from deepbandits.experiments.config import (
     load_config,
 )
 from deepbandits.experiments.matched import MATCHED, MATCHED_BUDGET, QUICK_MATCHED
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import make_policy
+from deepbandits.specs import parse_spec
 
 NAMES = {
     "quantitative",

@@ -7,6 +7,7 @@ the 13 bugs it found is fixed, and its test stays here.
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 import time
 from typing import Any
@@ -20,6 +21,7 @@ import deepbandits as db
 from deepbandits.encoding import BlockContexts, block_encode
 from deepbandits.errors import DecisionError, DeepBanditsError, InputValueError, NumericalError
 from deepbandits.policies.choice import greedy_propensities
+from deepbandits.policies.decision import decision_nbytes
 from test_robustness import same
 
 K, D = 3, 4
@@ -515,3 +517,137 @@ def test_a_batch_failing_at_a_later_request_restores_the_generator():
     nan = np.ones((K + 1, D))
     nan[:, 0] = 0.0
     refused(policy, lambda: policy.decide_batch([finite, nan]), NumericalError)
+
+
+# ---------------------------------------------------------------- the table's bytes
+def _held(policy: db.Policy) -> int:
+    pending = policy.pending_
+    return sum(decision_nbytes(pending.lookup(i, pending.n_decided, 0.0)) for i in pending.ids())
+
+
+@pytest.mark.parametrize(("name", "params"), CASES, ids=IDS)
+@pytest.mark.parametrize("batch", ["one", "array", "list"])
+def test_the_size_checked_before_choosing_is_the_size_kept(name, params, batch):
+    """The bytes a decision is checked with before its arm is chosen are those it takes once
+    kept: a bound of exactly its size takes it, one byte less refuses it."""
+
+    def decide(policy: db.Policy) -> list[db.Decision]:
+        if batch == "one":
+            return [policy.decide(contexts(0), [True, False, True])]
+        if batch == "array":
+            return policy.decide_batch(
+                np.stack([contexts(0), contexts(1)]), [None, [True, True, False]]
+            )
+        return policy.decide_batch([contexts(0), contexts(1, 2)])  # one at a time
+
+    if batch == "list" and params.get("per_arm"):
+        pytest.skip("one model per arm: every request has the same arms")
+    made = decide(make(name, **params))
+    size = max(decision_nbytes(d) for d in made)
+    total = sum(decision_nbytes(d) for d in made)
+    fits = make(name, max_pending_bytes=size, when_full="refuse", **params)
+    if len(made) == 1:
+        decide(fits)
+        assert fits.pending_.n_bytes == total == _held(fits)
+    tight = make(name, max_pending_bytes=size - 1, **params)
+    refused(tight, lambda: decide(tight), DecisionError)
+    if len(made) > 1:
+        both = make(name, max_pending_bytes=total, when_full="refuse", **params)
+        decide(both)
+        assert both.pending_.n_bytes == total == _held(both)
+        short = make(name, max_pending_bytes=total - 1, when_full="refuse", **params)
+        refused(short, lambda: decide(short), DecisionError)
+
+
+def test_a_decision_counts_its_arrays_and_features_that_are_its_context_once():
+    policy = make("linucb")
+    d = policy.decide(contexts(0))
+    assert d.features is d.context and decision_nbytes(d) == 2 * K * 8 + D * 8
+    masked = policy.decide(contexts(1), [True, True, False])
+    assert decision_nbytes(masked) == decision_nbytes(d) + K  # a byte per arm
+    batch = policy.decide_batch(np.stack([contexts(i) for i in range(4)]))
+    assert all(b.features is b.context for b in batch)
+    assert policy.pending_.n_bytes == 6 * decision_nbytes(d) + K == _held(policy)
+    policy.learn(d, 1.0)
+    policy.learn_batch(batch, [0.5] * 4)
+    assert policy.pending_.n_bytes == decision_nbytes(masked)
+    policy.learn(masked, 0.0)
+    assert policy.pending_.n_bytes == 0
+
+
+def test_the_bytes_bound_expires_the_oldest_or_refuses_naming_what_is_held():
+    size = 2 * K * 8 + D * 8
+    expiring = make("linucb", max_pending_bytes=2 * size + size // 2)
+    first, second, third = (expiring.decide(contexts(i)) for i in range(3))
+    assert expiring.pending_.ids() == [second.id, third.id]
+    assert expiring.pending_.counts()["expired"] == 1 and expiring.pending_.n_bytes == 2 * size
+    with pytest.raises(db.ExpiredDecisionError, match=f"max_pending_bytes={2 * size + size // 2}"):
+        expiring.learn(first, 1.0)
+    refusing = make("linucb", max_pending_bytes=2 * size + size // 2, when_full="refuse")
+    refusing.decide(contexts(0))
+    refusing.decide(contexts(1))
+    with pytest.raises(
+        DecisionError,
+        match=rf"hold {2 * size} bytes and max_pending_bytes={2 * size + size // 2}.* of {size} "
+        "bytes",
+    ):
+        refusing.decide(contexts(2))
+    refused(refusing, lambda: refusing.decide_batch(np.stack([contexts(2), contexts(3)])))
+    for when_full in ("expire-oldest", "refuse"):
+        small = make("linucb", max_pending_bytes=size - 1, when_full=when_full)
+        with pytest.raises(
+            DecisionError, match=f"a decision of {size} bytes is bigger than max_pending_bytes"
+        ):
+            small.decide(contexts(0))
+        assert small.pending_.counts()["decided"] == 0
+
+
+def test_decisions_over_many_arms_stay_within_the_bytes_bound():
+    """The finding: one decision over 100,000 arms held about 2 MiB while pending, so the
+    default max_pending=100,000 allowed some 200 GiB. The same at a tenth of the arms."""
+    arms = 10_000
+    X = np.random.default_rng(0).standard_normal((arms, 2))
+    policy = make("linucb", max_pending_bytes=10**6)
+    for _ in range(10):
+        policy.decide(X)
+    size = 2 * arms * 8 + 2 * 8
+    assert policy.pending_.n_bytes == 6 * size <= 10**6
+    assert policy.pending_.counts() == {"decided": 10, "pending": 6, "learned": 0, "expired": 4}
+    assert db.make_policy("linucb").get_params()["max_pending_bytes"] == 2**30
+    with pytest.raises(InputValueError, match="max_pending_bytes"):
+        make("linucb", max_pending_bytes=0)
+
+
+def test_the_bytes_round_trip_a_checkpoint_and_old_states_load(tmp_path):
+    policy = make("linucb", max_pending_bytes=10**5)
+    policy.decide_batch(np.stack([contexts(i) for i in range(3)]))
+    policy.decide(contexts(4), [True, False, True])
+    loaded = make("linucb", max_pending_bytes=10**5)
+    loaded.load_state_dict(policy.state_dict())
+    assert loaded.pending_.n_bytes == policy.pending_.n_bytes == _held(loaded)
+    # a composition built by hand, saved before the parameter existed
+    by_hand = db.RidgeUCB(seed=0)
+    by_hand.decide(contexts(0))
+    state = by_hand.state_dict()
+    params = json.loads(state["params"])
+    del params["max_pending_bytes"]
+    state["params"] = json.dumps(params)
+    fresh = db.RidgeUCB(seed=0)
+    fresh.load_state_dict(state)
+    assert fresh.pending_.n_bytes == by_hand.pending_.n_bytes > 0
+
+
+# ---------------------------------------------------------------- decision ids
+def test_decision_ids_are_random_and_tell_nothing_of_each_other():
+    policy, twin = make("linucb", epsilon=0.3), make("linucb", epsilon=0.3)
+    made = [policy.decide(contexts(i)) for i in range(50)]
+    made += policy.decide_batch(np.stack([contexts(i) for i in range(500)]))
+    made += policy.decide_batch([contexts(i, 2 + i % 2) for i in range(50)])
+    ids = [d.id for d in made]
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    # no shared prefix and no count: the first half of every id differs from every other's
+    assert len({i[:16] for i in ids}) == len({i[16:] for i in ids}) == len(ids)
+    # the same seed makes the same choices, with other ids
+    again = [twin.decide(contexts(i)) for i in range(50)]
+    assert [d.arm for d in again] == [d.arm for d in made[:50]]
+    assert not {d.id for d in again} & set(ids)

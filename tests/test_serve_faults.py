@@ -26,8 +26,8 @@ import torch
 import deepbandits as db
 from deepbandits.client import ServiceClient
 from deepbandits.errors import ServiceError
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.serve import training
+from deepbandits.specs import parse_spec
 from serve_support import Served, running, wait_idle
 
 LINUCB = "linucb:reward_range=[0,1],seed=3"
@@ -177,7 +177,7 @@ def uninterrupted(folder: Path, events: list[tuple[int, str, str | None, dict[st
             policy.learn(made[decision_id], v["reward"])  # type: ignore[index]
         else:
             state = torch.load(folder / v["file"], weights_only=True)
-            training.apply(policy, state)
+            policy.apply_training(state)
     return policy
 
 

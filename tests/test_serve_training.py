@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -16,6 +17,8 @@ import pytest
 import torch
 
 import deepbandits as db
+from deepbandits.policies.parts.trainer import run_training
+from deepbandits.serve import state as state_module
 from deepbandits.serve import trainer_process, training
 from deepbandits.serve.state import ServiceState
 from serve_support import contexts_stream, running, wait_idle
@@ -198,7 +201,7 @@ def test_a_training_off_the_request_path_trains_theta_as_one_in_learn_does():
         for X, reward in rounds:
             policy.update(X, policy.select(X), reward)
     assert training.trainer_of(deferred).due_ == 5
-    training.apply(deferred, training.run(training.prepare(deferred)))
+    deferred.apply_training(run_training(deferred.prepare_training()))
     weights = [
         training.trainer_of(p).learner_.network.state_dict() for p in (inline, deferred, fixed)
     ]
@@ -206,3 +209,95 @@ def test_a_training_off_the_request_path_trains_theta_as_one_in_learn_does():
         assert torch.equal(value, weights[1][key])
     assert not all(torch.equal(value, weights[2][key]) for key, value in weights[0].items())
     np.testing.assert_array_equal(inline.ridge_.A, deferred.ridge_.A)
+
+
+def test_a_call_past_its_timeout_kills_the_process_and_close_never_waits_on_a_busy_one():
+    process = trainer_process.TrainingProcess()
+    try:
+        first = process.call(os.getpid)
+        start = time.monotonic()
+        with pytest.raises(db.ServiceError, match="did not answer within 1 s"):
+            process.call(time.sleep, 60, timeout=1.0)
+        assert time.monotonic() - start < 10
+        assert not _alive(first)  # killed, not left behind
+        assert process.call(os.getpid, timeout=60.0) != first  # a new process answers
+        with pytest.raises(db.InputValueError, match="timeout must be > 0 seconds or None"):
+            process.call(os.getpid, timeout=0)
+        hung = process.pid
+        os.kill(hung, signal.SIGSTOP)  # a call on a stopped child blocks on its pipes
+        errors = []
+
+        def call() -> None:
+            try:
+                process.call(os.getpid)
+            except db.ServiceError as exc:
+                errors.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        time.sleep(0.2)
+        start = time.monotonic()
+        process.close()  # before: closing stdin under the blocked writer never returned
+        caller.join(10)
+        assert time.monotonic() - start < 5 and not caller.is_alive()
+        assert errors and "ended" in str(errors[0]) and not _alive(hung)
+    finally:
+        process.close()
+
+
+# the training after a failure: short, so that it fits the test's time limit
+QUICK = SLOW.replace("train_steps=15000", "train_steps=300")
+
+
+def _due_with_a_stopped_process(state: ServiceState) -> int:
+    """Four rewards, a ready training process stopped (SIGSTOP: it hangs), then the fifth
+    reward, which starts the training due; returns the stopped process's id."""
+    stream = contexts_stream(8, 5)
+    for X in stream[:4]:
+        decision, _ = state.decide(X)
+        state.learn(decision.id, 0.5)[1].result()
+    hung = training.PROCESS.call(os.getpid)  # started and ready
+    os.kill(hung, signal.SIGSTOP)
+    decision, _ = state.decide(stream[4])
+    state.learn(decision.id, 0.5)[1].result()
+    assert state.training
+    return hung
+
+
+def test_a_hung_training_fails_after_its_timeout_and_the_next_runs_in_a_new_process(tmp_path):
+    state = ServiceState(tmp_path / "s", policy=QUICK, training_timeout=2.0)
+    try:
+        hung = _due_with_a_stopped_process(state)
+        wait_idle(state, timeout=20)  # before: it waited for the stopped process forever
+        health = state.health()
+        assert health["training_failures"] == 1 and health["model_version"] == 0
+        assert "did not answer within 2 s" in health["last_training_error"]
+        assert not _alive(hung)
+        assert training.PROCESS.call(os.getpid) != hung  # a new process, ready
+        assert state.maybe_train()  # still due: the next reward (or this call) retries it
+        wait_idle(state, timeout=20)
+        health = state.health()
+        assert health["model_version"] == 1 and health["trainings"] == 1
+        assert health["training_failures"] == 1
+    finally:
+        start = time.monotonic()
+        state.close()
+        assert time.monotonic() - start < 2
+
+
+def test_close_kills_a_hung_training_process_instead_of_waiting_on_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(state_module, "CLOSE_WAIT", 0.5)
+    state = ServiceState(tmp_path / "s", policy=QUICK, training_timeout=None)
+    try:
+        hung = _due_with_a_stopped_process(state)
+    finally:
+        start = time.monotonic()
+        state.close()
+    assert time.monotonic() - start < 3
+    assert not _alive(hung) and not state.training
+    assert state.training_failures == 1  # dropped: still due after a restart
+
+
+def test_the_training_timeout_is_checked():
+    with pytest.raises(db.InputValueError, match="training_timeout must be a number"):
+        ServiceState("unused", policy=QUICK, training_timeout=0)

@@ -11,7 +11,7 @@ import pytest
 import deepbandits as db
 from deepbandits.cli import main
 from deepbandits.envs import ClassificationEnv, TableError, TableFileNotFoundError, read_table
-from deepbandits.experiments.specs import parse_spec, parse_value
+from deepbandits.specs import parse_spec, parse_value
 
 
 def frame(n=30, seed=0):

@@ -9,7 +9,6 @@ import pytest
 from conftest import SMALL_NET
 from deepbandits.cli import main
 from deepbandits.experiments.compare import label_of
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.experiments.tune import (
     CumulativeMedianPruner,
     TuneResult,
@@ -20,6 +19,7 @@ from deepbandits.experiments.tune import (
 )
 from deepbandits.policies import POLICIES, make_policy
 from deepbandits.policies.space import Param, categorical, log_float
+from deepbandits.specs import parse_spec
 
 T = 200
 FAST = dict(T=T, tuning_seeds=[100], eval_seeds=[0], progress=False)

@@ -74,8 +74,8 @@ def positive_float(text: str) -> float:
 
 
 def seed_list(text: str) -> list[int]:
-    """An argparse ``type``: seeds, :func:`~deepbandits.experiments.specs.parse_seeds`."""
-    from deepbandits.experiments.specs import parse_seeds
+    """An argparse ``type``: seeds, :func:`~deepbandits.specs.parse_seeds`."""
+    from deepbandits.specs import parse_seeds
 
     try:
         return parse_seeds(text)

@@ -24,7 +24,7 @@ from deepbandits.experiments.reproduce import (
     reproduce_all,
     run_experiment,
 )
-from deepbandits.experiments.specs import format_seeds, split_specs
+from deepbandits.specs import format_seeds, split_specs
 
 MATCHED = "matched"  # the config of the matched protocol, with options of its own
 

@@ -77,7 +77,7 @@ def add_ope_options(p: argparse.ArgumentParser) -> None:
 
 def parse_log_spec(text: str) -> tuple[str, dict[str, Any]]:
     """``obd:campaign=men`` → ``("obd", {"campaign": "men"})``; anything else is a path."""
-    from deepbandits.experiments.specs import parse_spec
+    from deepbandits.specs import parse_spec
 
     if text == "obd" or text.startswith("obd:"):
         name, params = parse_spec(text)
@@ -238,8 +238,8 @@ def _evaluate_policy(
     if args.replay:
         if spec == "uniform":
             raise InputValueError("--replay needs a library policy (it learns as it goes)")
-        from deepbandits.experiments.specs import parse_spec
         from deepbandits.policies import make_policy
+        from deepbandits.specs import parse_spec
 
         name, kw = parse_spec(spec)
         res = replay(make_policy(name, **kw), test, seed=args.seed)
@@ -266,9 +266,9 @@ def _z(alpha: float) -> float:
 
 
 def _trained_policy(log: Any, spec: str, args: argparse.Namespace) -> tuple[Any, Any, str]:
-    from deepbandits.experiments.specs import parse_spec
     from deepbandits.ope.warm import learn_log
     from deepbandits.policies import make_policy
+    from deepbandits.specs import parse_spec
 
     if not 0.0 < args.train_fraction < 1.0:
         raise InputValueError(

@@ -10,10 +10,10 @@ from pathlib import Path
 from deepbandits.cli.arguments import check_writable, engine_options, env_of, executor_of
 from deepbandits.experiments.compare import compare, format_table, label_of
 from deepbandits.experiments.reproduce import PAPER_CHECKPOINTS
-from deepbandits.experiments.specs import format_seeds, split_specs
 from deepbandits.experiments.tune import tune
 from deepbandits.policies import distinct_policy_names
 from deepbandits.report import build_report
+from deepbandits.specs import format_seeds, split_specs
 
 DEMO_POLICIES = ["linucb", "neural-lingreedy", "neural-linucb", "neural-sigma2-linucb"]
 

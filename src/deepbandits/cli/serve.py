@@ -19,6 +19,7 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     """The ``serve`` command's options: the state folder, the policy or checkpoint, the server
     and Ray Serve."""
     from deepbandits.serve import MAX_BODY_BYTES
+    from deepbandits.serve.scale import MAX_CONTEXT_RATIO
 
     source = p.add_mutually_exclusive_group()
     source.add_argument("--policy", default=None, help=f"policy of a new state folder, {SPEC_HELP}")
@@ -66,6 +67,15 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         help=f"largest request body accepted, larger ones get 413 (default: {MAX_BODY_BYTES})",
     )
     p.add_argument(
+        "--max-context-ratio",
+        type=context_ratio,
+        default=MAX_CONTEXT_RATIO,
+        metavar="R",
+        help="refuse (422) a request whose contexts reach more than R times the largest "
+        "absolute value decided on so far, which would end exploration for good; 0: no check "
+        f"(default: {MAX_CONTEXT_RATIO:g})",
+    )
+    p.add_argument(
         "--allowed-hosts",
         type=host_list,
         default=None,
@@ -97,6 +107,19 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         help="the Ray cluster of --backend ray (default: $RAY_ADDRESS, else a Ray instance "
         "started here, on loopback when --host is, with Ray's token authentication)",
     )
+
+
+def context_ratio(text: str) -> float | None:
+    """``--max-context-ratio``: a number > 1, or 0 for no check."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value == 0:
+        return None
+    if not value > 1 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 1, or 0 for none; got {text!r}")
+    return value
 
 
 def host_list(text: str) -> list[str]:
@@ -144,6 +167,7 @@ def serve_command(args: argparse.Namespace) -> int:
             checkpoint=args.checkpoint,
             durability=args.durability,
             snapshot_every=args.snapshot_every,
+            max_context_ratio=args.max_context_ratio,
         )
     except BaseException:
         sock.close()
@@ -188,10 +212,17 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def export_log_command(args: argparse.Namespace) -> int:
-    """``deepbandits export-log``: the state folder's decisions and rewards as one table."""
+    """``deepbandits export-log``: the state folder's decisions and rewards as one table (its
+    intact events; those left out as damaged are listed)."""
     from deepbandits.serve.export import export_log
+    from deepbandits.serve.log import numbers
 
     table = export_log(args.state, args.out, args.format)
     rewarded = int(table["reward"].notna().sum())
-    print(f"{len(table)} decisions ({rewarded} with a reward) written to {args.out}")
+    damaged = table.attrs["damaged_events"]
+    aside = ""
+    if damaged:
+        aside = f"; {len(damaged)} damaged event{'s' * (len(damaged) > 1)} set aside: "
+        aside += numbers(damaged)
+    print(f"{len(table)} decisions ({rewarded} with a reward) written to {args.out}{aside}")
     return 0

@@ -21,7 +21,7 @@ A job's ``device`` concerns its policy's networks only
 any job runs, a device the executor's jobs cannot use.
 
 Every job runs with torch's and the BLAS's thread pools pinned to one thread
-(:func:`~deepbandits.experiments.runner.pinned_threads`), so parallel jobs do not oversubscribe
+(:func:`~deepbandits._threads.pinned_threads`), so parallel jobs do not oversubscribe
 the cores and a run's numbers do not depend on the executor or the number of workers.
 """
 

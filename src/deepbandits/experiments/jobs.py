@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deepbandits._threads import pinned_threads
 from deepbandits._version import __version__
 from deepbandits.envs import Environment, make_env
-from deepbandits.experiments.runner import pinned_threads, run
-from deepbandits.experiments.specs import parse_spec
+from deepbandits.experiments.runner import run
 from deepbandits.experiments.storage import RunResult
 from deepbandits.policies import Policy, make_policy
+from deepbandits.specs import parse_spec
 
 #: Library version that enters every configuration hash (``major.minor``): results of another
 #: minor version are not taken for this one's.

@@ -30,13 +30,13 @@ import torch
 from tqdm.auto import tqdm
 
 from deepbandits._io import write_atomic
+from deepbandits._threads import pinned_threads
 from deepbandits._validation import check_int
 from deepbandits._version import __version__
 from deepbandits.encoding import BlockContexts, block_encode
 from deepbandits.errors import InputValueError
-from deepbandits.experiments.runner import pinned_threads
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import make_policy
+from deepbandits.specs import parse_spec
 
 #: Columns of ``latency.csv``.
 LATENCY_COLUMNS: dict[str, str] = {

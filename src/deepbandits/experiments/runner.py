@@ -11,16 +11,14 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from deepbandits._threads import pinned_threads
 from deepbandits._validation import check_int, check_seed
 from deepbandits._version import __version__
 from deepbandits.envs.base import Environment, Holdout
@@ -47,7 +45,6 @@ __all__ = [
     "give_horizon",
     "holdout_forecasts",
     "load_finished",
-    "pinned_threads",
     "run",
     "run_files",
     "saved_format",
@@ -128,29 +125,6 @@ def give_horizon(policy: Policy, T: int) -> None:
         policy.set_params(horizon=T)
 
 
-@contextmanager
-def pinned_threads(threads: int | None) -> Any:
-    """Run the block with torch's intra-op pool and numpy's BLAS limited to ``threads`` threads
-    (restored afterwards); ``None`` leaves both as they are.
-
-    Bandit rounds are many small operations: a multi-threaded BLAS pool next to torch's own
-    pool makes both spin for the same cores (25-30x slower LinUCB updates at d=378 on 2 cores;
-    a training step 50x slower with another process on the machine), so the runner, the
-    command line and every worker process use one thread per run by default.
-    """
-    if threads is None:
-        yield
-        return
-    threads = check_int(threads, "threads", minimum=1)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        with threadpool_limits(limits=threads, user_api="blas"):
-            yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def run(
     policy: Policy | str,
     env: Environment,
@@ -217,8 +191,8 @@ def run(
             f"{type(env).__name__} is given"
         )
     if isinstance(policy, str):
-        from deepbandits.experiments.specs import parse_spec
         from deepbandits.policies import make_policy
+        from deepbandits.specs import parse_spec
 
         name, params = parse_spec(policy)
         policy = make_policy(name, env=env, **params)

@@ -42,7 +42,6 @@ from deepbandits._validation import check_choice
 from deepbandits.errors import DataError, DeepBanditsError, InputTypeError, InputValueError
 from deepbandits.experiments.executors import Executor, Failure, LocalExecutor
 from deepbandits.experiments.jobs import Job, build_env, hash_identity, identity_of
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.experiments.storage import (
     FORMATS,
     RunResult,
@@ -52,6 +51,7 @@ from deepbandits.experiments.storage import (
     saved_format,
 )
 from deepbandits.policies import make_policy
+from deepbandits.specs import parse_spec
 
 
 @dataclass

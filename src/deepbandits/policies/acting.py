@@ -25,7 +25,7 @@ from deepbandits.policies.choice import (
     greedy_propensities,
     tie_propensities,
 )
-from deepbandits.policies.decision import NO_EXTRA, Decision, FrozenDict, freeze
+from deepbandits.policies.decision import NO_EXTRA, Decision, FrozenDict, array_bytes, freeze
 from deepbandits.policies.evaluation import Evaluation, Observation
 from deepbandits.policies.transaction import atomic
 
@@ -77,14 +77,18 @@ def decide(
     its propensity, every arm's mean and width, the model version and what learning needs;
     the policy keeps it pending until :meth:`learn` gets its reward (by the decision or its
     id), it expires (``reward_timeout``) or the table is full (``max_pending``,
-    ``when_full``). ``mask`` (booleans ``[K_t]``) leaves out unavailable arms: they are
-    never chosen and have propensity 0; a mask with no arm raises.
+    ``max_pending_bytes``, ``when_full``). ``mask`` (booleans ``[K_t]``) leaves out
+    unavailable arms: they are never chosen and have propensity 0; a mask with no arm raises.
     """
     now = time.time()
     with atomic(policy):
         X = policy._check(contexts)
-        chosen = _choose_request(policy, X, check_mask(mask, X.shape[0]), None, now)
-    decision = _record(policy, *chosen, policy.pending_.next_id(), now)
+        checked = check_mask(mask, X.shape[0])
+        ev = policy._evaluate(X)
+        size = _decision_bytes(ev, X, checked)
+        policy.pending_.check_room([size], now)
+        chosen = _choose_request(policy, X, checked, ev, now)
+    decision = _record(policy, *chosen, policy.pending_.next_id(), now, size)
     policy.pending_.expire(decision.round, now)
     return decision
 
@@ -132,18 +136,27 @@ def _choose_request(
     policy: PolicyCore,
     X: Contexts,
     mask: NDArray[np.bool_] | None,
-    ev: Evaluation | None,
+    ev: Evaluation,
     now: float,
     offset: int = 0,
 ) -> tuple[Evaluation, int, float, Observation]:
-    """Evaluate (unless ``ev`` is given), choose and observe one checked request, the
-    ``offset``-th of its call; nothing is kept yet."""
-    if ev is None:
-        policy.pending_.check_room(1, now)
-        ev = policy._evaluate(X)
+    """Choose and observe one checked request scored in ``ev``, the ``offset``-th of its
+    call; nothing is kept yet."""
     ev.round = policy.pending_.n_decided + offset
     arm, propensity = _choose(policy, ev, mask)
     return ev, arm, propensity, policy._observe(X, arm, ev)
+
+
+def _decision_bytes(ev: Evaluation, X: Contexts, mask: NDArray[np.bool_] | None) -> int:
+    """The size (:func:`~deepbandits.policies.decision.decision_nbytes`) of the decision of
+    the request ``X`` scored in ``ev``, known before its arm is chosen (every arm's row of the
+    contexts and of the features has the same size): the pending table checks it, then keeps
+    it as the decision's."""
+    K = X.shape[0]
+    size = ev.mean.nbytes + ev.width.nbytes + array_bytes(mask) + array_bytes(X) // K
+    if ev.features is not None and ev.features is not X:
+        size += ev.features.nbytes // K
+    return size
 
 
 def _uniform(policy: PolicyCore, batch: list[Any], stacked: Array | None) -> bool:
@@ -168,26 +181,29 @@ def _decide_requests(
         uniform = _uniform(policy, batch, stacked)
         if uniform:
             X3 = stacked if stacked is not None else np.stack(batch)
-            chosen = _choose_uniform(policy, X3, masks, now)
+            chosen, sizes = _choose_uniform(policy, X3, masks, now)
         else:
             Xs = [policy._check(X) for X in batch]
             checked = [check_mask(m, X.shape[0]) for m, X in zip(masks, Xs, strict=True)]
-            policy.pending_.check_room(len(Xs), now)
             evs = policy._evaluate_many(Xs)
+            sizes = [_decision_bytes(*r) for r in zip(evs, Xs, checked, strict=True)]
+            policy.pending_.check_room(sizes, now)
             chosen = [
                 _choose_request(policy, *request, now, i)
                 for i, request in enumerate(zip(Xs, checked, evs, strict=True))
             ]
     ids = policy.pending_.next_ids(len(batch))
     if uniform:
-        decisions = _record_uniform(policy, chosen, ids, now)
+        decisions = _record_uniform(policy, chosen, ids, now, sizes)
     else:
-        decisions = [_record(policy, *c, ids[i], now) for i, c in enumerate(chosen)]
+        decisions = [_record(policy, *c, ids[i], now, sizes[i]) for i, c in enumerate(chosen)]
     policy.pending_.expire(policy.pending_.n_decided - 1, now)
     return decisions
 
 
-def _choose_uniform(policy: PolicyCore, X3: Array, masks: list[Any], now: float) -> list[Any]:
+def _choose_uniform(
+    policy: PolicyCore, X3: Array, masks: list[Any], now: float
+) -> tuple[list[Any], list[int]]:
     """:func:`_decide_requests` for ``B`` requests of one shape ``[K, d]``, as arrays: the
     columns of the ``B`` decisions (arm, propensity, mean, width, mask, context, features,
     head), their arrays read-only rows of arrays made read-only once."""
@@ -196,8 +212,13 @@ def _choose_uniform(policy: PolicyCore, X3: Array, masks: list[Any], now: float)
     checked = [check_mask(m, K) for m in masks]
     given = any(m is not None for m in checked)
     M = np.stack([np.ones(K, dtype=bool) if m is None else m for m in checked]) if given else None
-    policy.pending_.check_room(B, now)
     ev = policy._evaluate_uniform(flat, B, K)
+    phi = ev.features
+    size = (ev.mean.nbytes + ev.width.nbytes) // B + array_bytes(flat) // (B * K)
+    if phi is not None and phi is not flat:
+        size += phi.nbytes // (B * K)
+    sizes = [size + array_bytes(m) for m in checked]
+    policy.pending_.check_room(sizes, now)
     epsilon = policy._params["epsilon"]
     try:
         choice = choose_arms(policy._index(ev), M, epsilon, policy._rng)
@@ -205,7 +226,6 @@ def _choose_uniform(policy: PolicyCore, X3: Array, masks: list[Any], now: float)
         raise _nan_error(policy) from None
     rows, arms = np.arange(B), choice.arms
     contexts = X3[rows, arms].astype(np.float64)  # a copy: the caller's array stays theirs
-    phi = ev.features
     if phi is flat:  # the identity's features are the contexts: one copy serves as both
         features: Any = contexts
     else:
@@ -213,23 +233,18 @@ def _choose_uniform(policy: PolicyCore, X3: Array, masks: list[Any], now: float)
     heads = np.zeros(B, dtype=np.int64) if ev.heads is None else ev.heads.reshape(B, K)[rows, arms]
     freeze(ev.mean, ev.width, contexts, features, *checked)
     propensity = tie_propensities(choice, epsilon).tolist()
-    return [
-        arms.tolist(),
-        propensity,
-        ev.mean,
-        ev.width,
-        checked,
-        contexts,
-        features,
-        heads.tolist(),
-    ]
+    columns = [arms.tolist(), propensity, ev.mean, ev.width, checked, contexts, features]
+    return [*columns, heads.tolist()], sizes
 
 
 def _record_uniform(
-    policy: PolicyCore, columns: list[Any], ids: list[str], now: float
+    policy: PolicyCore, columns: list[Any], ids: list[str], now: float, sizes: list[int]
 ) -> list[Decision]:
-    """Build the decisions of :func:`_choose_uniform`'s columns and keep them pending."""
+    """Build the decisions of :func:`_choose_uniform`'s columns and keep them pending, of
+    ``sizes`` bytes each."""
     t, first, new = policy.t_, policy.pending_.n_decided, tuple.__new__
+    if columns[6] is columns[5]:  # the identity's features: one row serves as both
+        columns[5] = columns[6] = list(columns[5])
     # every field in order, without the NamedTuple's Python-level __new__ (a third of the cost)
     decisions = [
         new(
@@ -240,7 +255,7 @@ def _record_uniform(
             zip(ids, *columns, strict=True)
         )
     ]
-    policy.pending_.add_many(decisions)
+    policy.pending_.add_many(decisions, sizes)
     return decisions
 
 
@@ -252,8 +267,9 @@ def _record(
     obs: Observation,
     decision_id: str,
     now: float,
+    size: int,
 ) -> Decision:
-    """Build a decision and keep it pending."""
+    """Build a decision and keep it pending (of ``size`` bytes)."""
     mean, width = ev.shown if ev.shown is not None else (ev.mean, ev.width)
     features = obs.features
     freeze(mean, width, ev.mask, obs.context, None if features is obs.context else features)
@@ -272,7 +288,7 @@ def _record(
         obs.head,
         obs.extra if type(obs.extra) is FrozenDict else FrozenDict(obs.extra),
     )
-    policy.pending_.add(decision)
+    policy.pending_.add(decision, size)
     return decision
 
 

@@ -25,6 +25,7 @@ import torch
 from deepbandits._io import write_atomic
 from deepbandits.errors import CheckpointError, DeepBanditsError
 from deepbandits.policies.legacy import upgrade
+from deepbandits.policies.params import DECISION_DEFAULTS
 from deepbandits.policies.transaction import atomic_whole
 
 if TYPE_CHECKING:
@@ -150,8 +151,8 @@ def _saved_params(
     if policy.recipe_ is not None:
         mine = _json(policy.get_params())
         defaults = _json(policy.recipe_.build({}).get_params())
-    else:
-        mine, defaults = _json(policy._params), {}
+    else:  # a composition built by hand: the options every policy takes, added since
+        mine, defaults = _json(policy._params), _json(DECISION_DEFAULTS)
     saved = {**{k: v for k, v in defaults.items() if k in mine}, **json.loads(state["params"])}
     if "parts" in state and policy.recipe_ is None:
         saved["parts"], mine["parts"] = json.loads(state["parts"]), _json(_parts(policy))

@@ -5,7 +5,8 @@ immutable record of one choice (its id, the arm, the probability the policy had 
 every arm's mean and width, the model version) together with what learning from its reward needs
 (the context of the arm played and the features the policy saw). The policy keeps the decisions
 it made in a :class:`PendingDecisions` table until their reward arrives, they expire
-(``reward_timeout``) or the table, bounded by ``max_pending``, makes room for new ones.
+(``reward_timeout``) or the table, bounded by ``max_pending`` decisions and ``max_pending_bytes``
+bytes, makes room for new ones.
 
 The rules of the table, in one place:
 
@@ -14,9 +15,14 @@ The rules of the table, in one place:
   ``max_pending`` learned ids are remembered; older ones read as unknown);
 * a decision older than ``reward_timeout`` (decisions made since, or seconds) expires: it leaves
   the table and a reward for it raises ``DecisionError`` saying it expired;
-* when the table holds ``max_pending`` decisions, a new decision expires the oldest one
+* when the table holds ``max_pending`` decisions, or a new decision's arrays would take its
+  bytes past ``max_pending_bytes``, the new decision expires the oldest ones until it fits
   (``when_full="expire-oldest"``, the default: live traffic never stops) or is refused
-  (``when_full="refuse"``: ``decide`` raises and changes nothing).
+  (``when_full="refuse"``: ``decide`` raises and changes nothing); a decision bigger than
+  ``max_pending_bytes`` on its own is refused in both cases. A decision's size
+  (:func:`decision_nbytes`) is that of its arrays (means, widths, mask, context, features and
+  any array among its extra values), taken once when it is kept; the table checks it before
+  the arm is chosen, from the request's scores (every arm's row has the same size).
 
 Every decision made is, at any moment, exactly one of pending, learned or expired
 (:meth:`PendingDecisions.counts`).
@@ -29,8 +35,8 @@ available arm with probability ε, so that arm ``a`` has probability
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -49,6 +55,8 @@ from deepbandits.errors import (
 )
 
 Array = NDArray[np.float64]
+#: Random bytes of a decision id (128 bits: 32 hexadecimal digits).
+_ID_BYTES = 16
 
 
 class FrozenDict(dict[str, Any]):
@@ -74,8 +82,10 @@ class Decision(NamedTuple):
     Attributes
     ----------
     id : str
-        Unique identifier, 32 hexadecimal digits (a random 64-bit prefix drawn when the policy's
-        table is created, then the decision's count): the key a reward is learned by.
+        Unique identifier, 32 hexadecimal digits of 128 random bits from the operating system
+        (:func:`os.urandom`, not the policy's generator): the key a reward is learned by. One id
+        tells nothing of any other (ids made of a prefix and a count gave every other decision's
+        id away); two ids are equal with a probability of about n²/2¹²⁹ among n decisions.
     arm : int
         Index of the arm chosen among the rows of the contexts.
     propensity : float
@@ -148,6 +158,13 @@ class PendingDecisions:
         Most decisions kept.
     when_full : {"expire-oldest", "refuse"}
         What a new decision does when the table is full.
+    max_pending_bytes : int, default=2**30
+        Most bytes the arrays of the decisions kept may take (:func:`decision_nbytes`).
+
+    Attributes
+    ----------
+    n_bytes : int
+        Bytes the arrays of the pending decisions take now.
     """
 
     def __init__(
@@ -156,13 +173,16 @@ class PendingDecisions:
         timeout_unit: str,
         max_pending: int,
         when_full: str,
+        max_pending_bytes: int = 2**30,
     ) -> None:
         self.reward_timeout = reward_timeout
         self.timeout_unit = timeout_unit
         self.max_pending = max_pending
         self.when_full = when_full
-        self._prefix = uuid.uuid4().hex[:16]  # unique across replicas and restarts
+        self.max_pending_bytes = max_pending_bytes
         self._pending: OrderedDict[str, Decision] = OrderedDict()
+        self._sizes: dict[str, int] = {}
+        self.n_bytes = 0
         self._learned: OrderedDict[str, None] = OrderedDict()
         self._expired: OrderedDict[str, None] = OrderedDict()
         self.n_decided = 0
@@ -185,12 +205,13 @@ class PendingDecisions:
         }
 
     def next_id(self) -> str:
-        """Id of the next decision."""
-        return f"{self._prefix}{self.n_decided:016x}"
+        """Id of the next decision (:attr:`Decision.id`)."""
+        return os.urandom(_ID_BYTES).hex()
 
     def next_ids(self, n: int) -> list[str]:
-        """Ids of the next ``n`` decisions."""
-        return [f"{self._prefix}{self.n_decided + i:016x}" for i in range(n)]
+        """Ids of the next ``n`` decisions, from one read of the system's random bytes."""
+        text, width = os.urandom(_ID_BYTES * n).hex(), 2 * _ID_BYTES
+        return [text[i : i + width] for i in range(0, width * n, width)]
 
     def ids(self) -> list[str]:
         """Ids of the pending decisions, oldest first."""
@@ -224,51 +245,88 @@ class PendingDecisions:
 
     def _drop_oldest(self) -> str:
         decision_id, _ = self._pending.popitem(last=False)
+        self.n_bytes -= self._sizes.pop(decision_id)
         self._remember(self._expired, decision_id)
         self.n_expired += 1
         return decision_id
 
-    def _n_old(self, round_now: int, now: float) -> int:
+    def _old(self, round_now: int, now: float) -> tuple[int, int]:
         """How many of the oldest pending decisions are past the timeout (they expire at the
-        next successful call)."""
-        n = 0
-        for decision in self._pending.values():
+        next successful call), and their bytes."""
+        n = size = 0
+        for decision_id, decision in self._pending.items():
             if not self._is_old(decision, round_now, now):
                 break
             n += 1
-        return n
+            size += self._sizes[decision_id]
+        return n, size
 
-    def check_room(self, n_new: int, now: float) -> None:
-        """Raise :class:`DecisionError` if ``n_new`` decisions do not fit and the table refuses
-        (checked before a decision changes anything); decisions past their timeout count as
-        room, since they expire as the new ones are added."""
-        if self.when_full != "refuse" or len(self._pending) + n_new <= self.max_pending:
+    def check_room(self, sizes: list[int], now: float) -> None:
+        """Raise :class:`DecisionError` if new decisions of ``sizes`` bytes each
+        (:func:`decision_nbytes`) do not fit and the table refuses, or if one of them is bigger
+        than ``max_pending_bytes`` on its own (checked before a decision changes anything);
+        decisions past their timeout count as room, since they expire as the new ones are
+        added."""
+        n_new, total = len(sizes), sum(sizes)
+        fits = len(self._pending) + n_new <= self.max_pending
+        if fits and self.n_bytes + total <= self.max_pending_bytes:
+            return  # room for them all (so none is bigger than the bound on its own)
+        biggest = max(sizes)
+        if biggest > self.max_pending_bytes:
+            raise DecisionError(
+                f"a decision of {biggest} bytes is bigger than max_pending_bytes="
+                f"{self.max_pending_bytes} on its own (its means, widths, mask, context and "
+                "features): raise max_pending_bytes, or decide among fewer arms"
+            )
+        if self.when_full != "refuse":
             return
-        live = len(self._pending) - self._n_old(self.n_decided + n_new - 1, now)
-        if live + n_new > self.max_pending:
+        n_old, old_bytes = self._old(self.n_decided + n_new - 1, now)
+        if len(self._pending) - n_old + n_new > self.max_pending:
             raise DecisionError(
                 f"{len(self._pending)} decisions await their reward and max_pending="
                 f"{self.max_pending} with when_full='refuse': learn or expire some before "
                 f"deciding {n_new} more"
             )
+        if self.n_bytes - old_bytes + total > self.max_pending_bytes:
+            raise DecisionError(
+                f"the {len(self._pending)} decisions awaiting their reward hold {self.n_bytes} "
+                f"bytes and max_pending_bytes={self.max_pending_bytes} with when_full='refuse': "
+                f"learn or expire some before deciding {n_new} more of {total} bytes"
+            )
 
-    def add(self, decision: Decision) -> None:
-        """Keep a new decision, expiring first those past their timeout, then the oldest when
-        the table is still full."""
-        if len(self._pending) >= self.max_pending:
+    def add(self, decision: Decision, size: int | None = None) -> None:
+        """Keep a new decision (of ``size`` bytes, :func:`decision_nbytes` when not given),
+        expiring first those past their timeout, then the oldest while the table is still
+        full (in decisions or bytes)."""
+        size = decision_nbytes(decision) if size is None else size
+        if len(self._pending) >= self.max_pending or self.n_bytes + size > self.max_pending_bytes:
             self.expire(decision.round, decision.time)
-        if len(self._pending) >= self.max_pending:
-            self._drop_oldest()
+            while self._pending and (
+                len(self._pending) >= self.max_pending
+                or self.n_bytes + size > self.max_pending_bytes
+            ):
+                self._drop_oldest()
         self._pending[decision.id] = decision
+        self._sizes[decision.id] = size
+        self.n_bytes += size
         self.n_decided += 1
 
-    def add_many(self, decisions: list[Decision]) -> None:
-        """:meth:`add` each of ``decisions`` (made together, in order)."""
-        if len(self._pending) + len(decisions) > self.max_pending:
-            for decision in decisions:
-                self.add(decision)
+    def add_many(self, decisions: list[Decision], sizes: list[int] | None = None) -> None:
+        """:meth:`add` each of ``decisions`` (made together, in order), of ``sizes`` bytes
+        (:func:`decision_nbytes` when not given)."""
+        if sizes is None:
+            sizes = [decision_nbytes(d) for d in decisions]
+        total = sum(sizes)
+        if (
+            len(self._pending) + len(decisions) > self.max_pending
+            or self.n_bytes + total > self.max_pending_bytes
+        ):
+            for decision, size in zip(decisions, sizes, strict=True):
+                self.add(decision, size)
             return
         self._pending.update((d.id, d) for d in decisions)
+        self._sizes.update((d.id, size) for d, size in zip(decisions, sizes, strict=True))
+        self.n_bytes += total
         self.n_decided += len(decisions)
 
     def lookup(self, key: Decision | str, round_now: int, now: float) -> Decision:
@@ -291,8 +349,9 @@ class PendingDecisions:
         if found is not None or decision_id in self._expired:
             raise ExpiredDecisionError(
                 f"decision {decision_id} expired (reward_timeout={self.reward_timeout} "
-                f"{self.timeout_unit}, or the table of max_pending={self.max_pending} was full) "
-                "before its reward arrived"
+                f"{self.timeout_unit}, or the table of max_pending={self.max_pending} decisions "
+                f"and max_pending_bytes={self.max_pending_bytes} was full) before its reward "
+                "arrived"
             )
         raise UnknownDecisionError(
             f"decision {decision_id} is not pending in this policy: it was made by another "
@@ -312,9 +371,10 @@ class PendingDecisions:
 
     def pop_many(self, decision_ids: list[str]) -> None:
         """:meth:`pop` each of ``decision_ids``."""
-        pending, learned = self._pending, self._learned
+        pending, learned, sizes = self._pending, self._learned, self._sizes
         for decision_id in decision_ids:
             del pending[decision_id]
+            self.n_bytes -= sizes.pop(decision_id)
             learned[decision_id] = None
         while len(learned) > self.max_pending:
             learned.popitem(last=False)
@@ -323,6 +383,7 @@ class PendingDecisions:
     def pop(self, decision_id: str) -> Decision:
         """Remove a pending decision whose reward is being learned."""
         decision = self._pending.pop(decision_id)
+        self.n_bytes -= self._sizes.pop(decision_id)
         self._remember(self._learned, decision_id)
         self.n_learned += 1
         return decision
@@ -337,9 +398,36 @@ class PendingDecisions:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._pending = OrderedDict((d["id"], decision_from_state(d)) for d in state["pending"])
+        self._sizes = {i: decision_nbytes(d) for i, d in self._pending.items()}
+        self.n_bytes = sum(self._sizes.values())
         self._learned = OrderedDict.fromkeys(state["learned"])
         self._expired = OrderedDict.fromkeys(state["expired"])
         self.n_decided, self.n_learned, self.n_expired = (int(c) for c in state["counts"])
+
+
+def array_bytes(value: Any) -> int:
+    """Bytes of an array or of a BlockContexts' arrays; 0 for anything else (None, numbers)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, BlockContexts):
+        return value.blocks.nbytes + value.slots.nbytes
+    return 0
+
+
+def decision_nbytes(decision: Decision) -> int:
+    """Bytes of a decision's arrays (what a pending table holds for it): means, widths, mask,
+    context, features (once when they are the context) and any array among its extra values."""
+    size = (
+        decision.mean.nbytes
+        + decision.width.nbytes
+        + array_bytes(decision.mask)
+        + array_bytes(decision.context)
+    )
+    if decision.features is not decision.context:
+        size += array_bytes(decision.features)
+    if decision.extra:
+        size += sum(array_bytes(value) for value in decision.extra.values())
+    return size
 
 
 def decision_state(decision: Decision) -> dict[str, Any]:
@@ -373,9 +461,13 @@ def decision_from_state(state: dict[str, Any]) -> Decision:
         return None if value is None else np.array(as_numpy(value, dtype))
 
     context = arr(state["context"])
+    features = arr(state["features"])
     if state["block"] is not None:
         slot, n_blocks = state["block"]
         context = BlockContexts(context, [slot], n_blocks)
+    elif features is not None and features.shape == context.shape:
+        if np.array_equal(features, context):  # the identity's: one array, as when decided
+            features = context
     decision = Decision(
         id=str(state["id"]),
         arm=int(state["arm"]),
@@ -387,7 +479,7 @@ def decision_from_state(state: dict[str, Any]) -> Decision:
         time=float(state["time"]),
         mask=arr(state["mask"], np.bool_),
         context=context,
-        features=arr(state["features"]),
+        features=features,
         head=int(state["head"]),
         extra=FrozenDict(state["extra"]),
     )

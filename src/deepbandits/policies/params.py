@@ -284,9 +284,13 @@ DECISION_SPECS: dict[str, Spec] = {
         choices=("decisions", "seconds"),
     ),
     "max_pending": Spec("int", "most decisions awaiting their reward", low=1),
+    "max_pending_bytes": Spec(
+        "int", "most bytes the arrays of the decisions awaiting their reward take", low=1
+    ),
     "when_full": Spec(
         "choice",
-        "a decision when max_pending await: expire the oldest, or refuse",
+        "a decision when max_pending await (or max_pending_bytes are held): expire the "
+        "oldest, or refuse",
         choices=("expire-oldest", "refuse"),
     ),
 }
@@ -295,6 +299,7 @@ DECISION_DEFAULTS: dict[str, Any] = {
     "reward_timeout": None,
     "timeout_unit": "decisions",
     "max_pending": 100_000,
+    "max_pending_bytes": 2**30,
     "when_full": "expire-oldest",
 }
 #: The keywords of every policy: its seed and the options for live use.

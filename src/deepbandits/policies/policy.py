@@ -36,6 +36,7 @@ from deepbandits.policies.space import Param
 
 if TYPE_CHECKING:
     from deepbandits.policies.hooks import Builder
+    from deepbandits.policies.parts.trainer import TrainingJob
 
 Array = NDArray[np.float64]
 CLASSES: dict[str, type[Policy]] = {}
@@ -183,10 +184,77 @@ class Policy(ABC):
         self.block_dim_: int | None = None
         self.t_ = 0
         self.pending_ = PendingDecisions(
-            p["reward_timeout"], p["timeout_unit"], p["max_pending"], p["when_full"]
+            p["reward_timeout"],
+            p["timeout_unit"],
+            p["max_pending"],
+            p["when_full"],
+            p["max_pending_bytes"],
         )
         self._rng = np.random.default_rng(p.get("seed"))
         return self
+
+    def initialize(self, contexts: ArrayLike | BlockContexts) -> Policy:
+        """Fix the context dimension from ``contexts`` ``[K, d]`` and build the learned state,
+        as the first call that decides does (replaying a log of decisions into a fresh policy
+        needs it); draws no random number. A policy already initialised only checks that the
+        contexts fit. Returns the policy."""
+        self._check(contexts)
+        return self
+
+    def random_state(self) -> dict[str, Any]:
+        """The state of the generator that decisions draw from (ties, ε, sampled indices), as
+        plain JSON values (numpy's ``bit_generator.state``): :meth:`set_random_state` of it
+        makes the next decisions draw what this policy's would.
+
+        The torch generator of a policy with a network is not included: deciding never draws
+        from it, only training does (its weights' draws at the first decision, its
+        minibatches), and its state is part of what a training returns and of
+        :meth:`state_dict`. Replaying logged decisions therefore needs this state alone.
+        """
+        return dict(self._rng.bit_generator.state)
+
+    def set_random_state(self, state: dict[str, Any]) -> None:
+        """Set the decisions' generator to ``state``, a dict of :meth:`random_state` (from
+        this policy, another built alike, or JSON text of one); a state of another kind of
+        generator raises :class:`~deepbandits.errors.InputValueError` and changes nothing."""
+        kind = self._rng.bit_generator.state["bit_generator"]
+        if not isinstance(state, dict) or state.get("bit_generator") != kind:
+            given = (
+                f"a state of {state.get('bit_generator')!r}"
+                if isinstance(state, dict)
+                else f"a {type(state).__name__}"
+            )
+            raise InputValueError(
+                f"state must be the random_state() of a policy (a {kind!r} generator's state), "
+                f"but {given} is given"
+            )
+        try:
+            self._rng.bit_generator.state = state
+        except (TypeError, ValueError, KeyError) as exc:
+            raise InputValueError(
+                f"state must be the random_state() of a policy, but its {kind!r} state does "
+                f"not load: {exc}"
+            ) from None
+
+    def prepare_training(self) -> TrainingJob:
+        """Step 1 of a deferred network training
+        (:mod:`~deepbandits.policies.parts.trainer`): a copy of what the training reads. Only
+        policies with a :class:`~deepbandits.policies.parts.trainer.Trainer` part (the neural
+        ridge family) defer their trainings; the others raise
+        :class:`~deepbandits.errors.InputValueError`."""
+        raise self._no_trainer()
+
+    def apply_training(self, version: dict[str, Any]) -> None:
+        """Step 3 of a deferred network training: swap in the network version ``version`` of
+        :func:`~deepbandits.policies.parts.trainer.run_training` (policies without a trainer
+        part raise, as :meth:`prepare_training` does)."""
+        raise self._no_trainer()
+
+    def _no_trainer(self) -> InputValueError:
+        return InputValueError(
+            "a deferred training needs a policy with a trainer part (the neural ridge "
+            f"family), but {type(self).__name__} has none"
+        )
 
     def _check(self, contexts: ArrayLike | BlockContexts) -> Contexts:
         X = check_contexts(contexts, self.n_features_in_)

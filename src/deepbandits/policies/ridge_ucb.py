@@ -40,7 +40,7 @@ from deepbandits.policies.parts.features import (
     stack_contexts,
 )
 from deepbandits.policies.parts.heads import RidgeHead
-from deepbandits.policies.parts.trainer import check_refit
+from deepbandits.policies.parts.trainer import Trainer, TrainingJob, check_refit
 from deepbandits.policies.parts.variance import (
     NoWeighting,
     RoundEstimate,
@@ -73,7 +73,7 @@ class RidgeUCB(Policy):
         T, for parts that need it (a linear σ² schedule, SAVE); the runner sets it.
     seed : int, optional
         Seed of the tie-breaking generator and of the network's weights and minibatches.
-    epsilon, reward_timeout, timeout_unit, max_pending, when_full
+    epsilon, reward_timeout, timeout_unit, max_pending, max_pending_bytes, when_full
         The options of every policy for live use (:class:`~deepbandits.policies.Policy`).
     """
 
@@ -370,6 +370,31 @@ class RidgeUCB(Policy):
         if self.trainer is None:
             raise InputValueError("this policy has no trainer: its features do not learn")
         return self.trainer.train(self.head, self.features, self.torch_gen_, steps)  # type: ignore[no-any-return]
+
+    def prepare_training(self) -> TrainingJob:
+        """Step 1 of a deferred training (:mod:`~deepbandits.policies.parts.trainer`): what a
+        training of the network reads now, copied; call it where the policy does not change
+        meanwhile (a service: under its lock)."""
+        return self._trainer_part().prepare_training(self.head, self.torch_gen_, self.t_)
+
+    def apply_training(self, version: dict[str, Any]) -> None:
+        """Step 3 of a deferred training: swap in the network version ``version`` that
+        :func:`~deepbandits.policies.parts.trainer.run_training` returned (or that a service
+        read back from its file)."""
+        self._trainer_part().apply_training(version, self.head, self.features, self.torch_gen_)
+
+    def _trainer_part(self) -> Trainer:
+        if self.trainer is None:
+            raise InputValueError(
+                "a deferred training needs a policy with a trainer (trainer=Trainer()), but "
+                "this one has none: its features do not learn"
+            )
+        if self.n_features_in_ is None:
+            raise InputValueError(
+                "a deferred training needs a policy that has decided once (its network is "
+                "built then), but this one is fresh"
+            )
+        return self.trainer  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ merging
     def _merge(self, other: Policy, base: Policy | None) -> None:

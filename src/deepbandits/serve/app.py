@@ -29,6 +29,7 @@ else by FastAPI, which documents all of them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -42,8 +43,8 @@ from deepbandits._version import __version__
 from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.serve import MAX_BODY_BYTES, arrow
 from deepbandits.serve.answers import dumps, error_answer, error_body, invalid_body
-from deepbandits.serve.backend import Backend, LocalBackend
-from deepbandits.serve.direct import Direct, Handler
+from deepbandits.serve.backend import THREAD_BATCH, Backend, LocalBackend
+from deepbandits.serve.direct import THREAD_PARSE_BYTES, Direct, Handler
 from deepbandits.serve.guard import ASGIApp, Guard, Receive, Scope, Send
 from deepbandits.serve.metrics import ServiceMetrics
 from deepbandits.serve.schemas import (
@@ -178,10 +179,15 @@ def create_app(
         return decided.answers()
 
     async def decide_batch_arrow(body: bytes) -> bytes:
-        contexts, masks = arrow.read_requests(body, max_body_bytes)
+        if len(body) <= THREAD_PARSE_BYTES:
+            contexts, masks = arrow.read_requests(body, max_body_bytes)
+        else:  # as a large JSON body: off the event loop
+            contexts, masks = await asyncio.to_thread(arrow.read_requests, body, max_body_bytes)
         decided = await backend.decide_batch(contexts, masks)
         metrics.decisions.inc(len(decided))
-        return arrow.decisions_table(decided)
+        if len(decided) <= THREAD_BATCH:
+            return arrow.decisions_table(decided)
+        return await asyncio.to_thread(arrow.decisions_table, decided)
 
     async def reward(body: RewardRequest) -> dict[str, Any]:
         """Learn the reward of a pending decision."""

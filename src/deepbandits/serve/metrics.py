@@ -110,5 +110,5 @@ class ServiceMetrics:
         """The metrics in Prometheus' text format, the gauges read from the backend now."""
         health = await self.backend.health()
         for key, gauge in self.gauges.items():
-            gauge.set(health.get(key, 0))
+            gauge.set(health[key])
         return generate_latest(self.registry)

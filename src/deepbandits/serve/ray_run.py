@@ -74,7 +74,11 @@ def serve_ray(args: argparse.Namespace) -> int:
     if args.checkpoint is not None:
         raise InputValueError("--backend ray serves a --policy SPEC; --checkpoint is not supported")
     token = args.token if args.token is not None else os.environ.get("DEEPBANDITS_TOKEN") or None
-    options = {"durability": args.durability, "snapshot_every": args.snapshot_every}
+    options = {
+        "durability": args.durability,
+        "snapshot_every": args.snapshot_every,
+        "max_context_ratio": args.max_context_ratio,
+    }
     every = args.merge_every or None
     hosts = args.allowed_hosts
     if hosts is None and is_loopback(args.host):

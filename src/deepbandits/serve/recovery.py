@@ -13,6 +13,17 @@ Replaying an event does what the live service did when it logged it:
 
 Rewards of policies whose timeout is in seconds are replayed with the timeout off (each was
 accepted when it was logged); decisions past their timeout expire once the replay ends.
+
+Damaged rows of the log were set aside when it was opened (:mod:`deepbandits.serve.log`), so the
+replay goes on past them. An event that cannot be applied without one of them (a reward whose
+decision was damaged) is set aside too, with a note naming both; an event that does not fit
+the policy for any other reason raises :class:`~deepbandits.errors.EventLogError`.
+
+A state folder has an id (``service.json``'s ``id``, a UUID4), which its log records with the
+policy it serves (:class:`~deepbandits.serve.log.Owner`): :func:`open_log` refuses the log of
+another folder. A folder made by an older version, without an id, takes one once: it is first
+written to ``service.json`` marked ``adopting``, then into the log, then the mark is removed, so
+that a start stopped halfway takes it up again.
 """
 
 from __future__ import annotations
@@ -20,10 +31,12 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from deepbandits.errors import (
     CheckpointError,
@@ -32,12 +45,13 @@ from deepbandits.errors import (
     EventLogError,
     InputValueError,
 )
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import Decision, Policy, load_policy, make_policy
-from deepbandits.serve import batches, training
+from deepbandits.serve import batches
 from deepbandits.serve.events import Event, decision_of
-from deepbandits.serve.log import EventLog
+from deepbandits.serve.log import EventLog, Owner, numbers
+from deepbandits.serve.scale import largest_value
 from deepbandits.serve.store import StateFolder, policy_bytes, sha256
+from deepbandits.specs import parse_spec
 
 LOG = logging.getLogger("deepbandits.serve")
 FORMAT = 1
@@ -51,7 +65,8 @@ def create(folder: StateFolder, spec: str | None, checkpoint: Path | None) -> di
             f"a new state folder {folder.root} needs a policy: give --policy SPEC or "
             "--checkpoint FILE (one of them)"
         )
-    info: dict[str, Any] = {"format": FORMAT, "created": time.time()}
+    info: dict[str, Any] = {"format": FORMAT, "created": time.time(), "id": uuid.uuid4().hex}
+    folder.id = info["id"]
     if spec is not None:
         name, params = parse_spec(spec)
         if params.get("seed") is None:
@@ -72,6 +87,37 @@ def create(folder: StateFolder, spec: str | None, checkpoint: Path | None) -> di
     folder.save_checkpoint(policy_bytes(policy), meta, base=True)
     folder.write_service(info)
     return info
+
+
+def identity(info: dict[str, Any]) -> str:
+    """What the folder of ``info`` serves, as its log records it: the policy spec, or the
+    source checkpoint's name and checksum."""
+    if info["source"] == "spec":
+        return str(info["policy"])
+    return f"{info['policy']} (checkpoint sha256 {info['sha256']})"
+
+
+def open_log(
+    folder: StateFolder, info: dict[str, Any], durability: str, notes: list[str]
+) -> EventLog:
+    """The log of ``folder`` (described by ``info``), refused if it is another folder's; a
+    folder without an id takes one (module notes), said in ``notes``."""
+    adopting = "id" not in info or bool(info.get("adopting"))
+    if adopting:
+        info.update(id=info.get("id") or uuid.uuid4().hex, adopting=True)
+        folder.write_service(info)
+    folder.id = info["id"]
+    log = EventLog(folder.log_path, durability, Owner(info["id"], identity(info), adopting))
+    if adopting:
+        del info["adopting"]
+        folder.write_service(info)
+        note = (
+            f"the state folder had no id (made by an older version of deepbandits): it now has "
+            f"id {info['id']}, in {folder.root.name}/service.json and its log"
+        )
+        notes.append(note)
+        LOG.warning(note)
+    return log
 
 
 def check_same(info: dict[str, Any], root: Path, spec: str | None, checkpoint: Path | None) -> None:
@@ -129,28 +175,19 @@ class Replay:
         self.n = 0
         #: Decisions and rewards replayed.
         self.n_events = 0
-
-    def apply(self, event: Event) -> None:
-        """Apply one event; one that does not fit the policy raises
-        :class:`~deepbandits.errors.EventLogError` naming it."""
-        try:
-            self._apply(event)
-        except DeepBanditsError as exc:
-            raise EventLogError(
-                f"event {event.seq} ({event.kind}) of the log cannot be replayed on this policy: "
-                f"{exc}"
-            ) from None
-        self.n += 1
+        #: The largest absolute context value of the decisions replayed
+        #: (:mod:`deepbandits.serve.scale`).
+        self.largest = 0.0
 
     def _apply(self, event: Event) -> None:
         policy = self.policy
         if event.kind == "decision":
             decision, contexts, self.rng = decision_of(event)
-            self._keep([decision], contexts)
+            self._keep([decision], contexts, contexts)
         elif event.kind == batches.KIND:
             assert isinstance(event.body, bytes)
             decisions, stacked, self.rng = batches.batch_decisions(event.body, event.time)
-            self._keep(decisions, stacked[0])
+            self._keep(decisions, stacked[0], stacked)
         elif event.kind == "reward":
             v = event.values()
             bounds = None if v["reward_range"] is None else tuple(v["reward_range"])
@@ -158,51 +195,89 @@ class Replay:
             self.n_events += 1
         elif event.kind == "network":
             v = event.values()
-            training.apply(policy, self.folder.read_network(v["file"], v["sha256"]))
+            policy.apply_training(self.folder.read_network(v["file"], v["sha256"]))
             self.model_version = int(v["version"])
         else:
             raise EventLogError(f"unknown event kind {event.kind!r}")
 
-    def _keep(self, decisions: list[Decision], contexts: Any) -> None:
+    def _keep(self, decisions: list[Decision], contexts: Any, every: NDArray[np.float64]) -> None:
         """Put logged decisions back into the pending table, as deciding kept them; ``contexts``
-        (one request's) fix the policy's dimension if no decision did yet."""
+        (one request's) fix the policy's dimension if no decision did yet; ``every`` are all
+        the decisions' contexts (their scale is kept)."""
+        self.largest = max(self.largest, largest_value(every) or 0.0)
         policy = self.policy
         if policy.n_features_in_ is None:
-            policy._check(contexts)  # fixes the dimension and builds the state, as decide did
+            policy.initialize(contexts)  # fixes the dimension and builds the state, as decide did
         policy.pending_.add_many(decisions)
         last = decisions[-1]
         policy.pending_.expire(last.round, last.time)
         self.n_events += len(decisions)
 
     def run(self, log: EventLog, after: int, notes: list[str]) -> int:
-        """Apply every event after ``after``; a damaged row ends the log there (the rest is
-        cut, with a copy of the whole file kept aside). Returns the last event applied."""
+        """Apply every event after ``after``; one that needs a damaged event is set aside
+        (module notes). Returns the last event applied."""
         pending = self.policy.pending_
         by_seconds = pending.timeout_unit == "seconds" and pending.reward_timeout is not None
         timeout = pending.reward_timeout
         if by_seconds:
             pending.reward_timeout = None
+        damaged = log.damaged()
         last = after
-        events = log.read(after)
         try:
-            while True:
+            for event in log.read(after):
                 try:
-                    event = next(events)
-                except StopIteration:
-                    break
-                except EventLogError as exc:
-                    log.cut_after(last, str(exc))
-                    notes.append(log.notes[-1])
-                    break
-                self.apply(event)
+                    self._apply(event)
+                except DeepBanditsError as exc:
+                    needed = holders(event, damaged)
+                    if not needed:
+                        raise EventLogError(
+                            f"event {event.seq} ({event.kind}) of the log cannot be replayed on "
+                            f"this policy: {exc}"
+                        ) from None
+                    self._set_aside(log, event, needed, notes)
+                    continue
+                self.n += 1
                 last = event.seq
         finally:
             pending.reward_timeout = timeout
         if by_seconds:
             pending.expire(pending.n_decided - 1, time.time())
         if self.rng is not None:
-            self.policy._rng.bit_generator.state = self.rng
+            self.policy.set_random_state(self.rng)
         return last
+
+    @staticmethod
+    def _set_aside(log: EventLog, event: Event, needed: list[int], notes: list[str]) -> None:
+        """Set aside ``event``, which cannot be applied without the damaged events ``needed``."""
+        which = f"event {needed[0]}" if len(needed) == 1 else f"events {numbers(needed)}"
+        log.set_aside([(event.seq, f"needs the damaged {which} (its decision)")])
+        note = (
+            f"event {event.seq} (the reward of decision {event.decision_id}) cannot be replayed "
+            f"without the damaged {which} (its decision): set aside in the table damaged_events"
+        )
+        notes.append(note)
+        LOG.warning(note)
+
+
+def holders(event: Event, damaged: list[Event]) -> list[int]:
+    """The damaged events before ``event`` that held the decision it rewards: those that name
+    it, else all those that may have (a decision or batch event, or a kind damaged beyond
+    reading); none for an event other than a reward."""
+    if event.kind != "reward":
+        return []
+    before = [d for d in damaged if d.seq < event.seq and d.kind not in ("reward", "network")]
+    named = [d.seq for d in before if event.decision_id in _ids_of(d)]
+    return named or [d.seq for d in before]
+
+
+def _ids_of(event: Event) -> list[str | None]:
+    """The decision ids a damaged decision or batch event names (none that can be read)."""
+    if event.kind != batches.KIND:
+        return [event.decision_id]
+    try:
+        return list(batches.batch_ids(event.body))  # type: ignore[arg-type]
+    except (ValueError, KeyError, TypeError):  # the body is what was damaged
+        return []
 
 
 def events_before(meta: dict[str, Any], log: EventLog) -> int:

@@ -40,6 +40,7 @@ from typing import Any
 from deepbandits._io import write_atomic
 from deepbandits.errors import ServiceError
 from deepbandits.policies import Policy, load_policy
+from deepbandits.policies.parts.trainer import run_training
 from deepbandits.serve import training
 from deepbandits.serve.events import network_body
 from deepbandits.serve.state import ServiceState
@@ -112,7 +113,7 @@ def swap_network(state: ReplicaState, version: int, network: dict[str, Any], t: 
     lock); ``t`` is the merged count of rewards it was trained at."""
     file, checksum = state.folder.write_network(version, network)
     with state.lock:
-        training.apply(state.policy, network)
+        state.policy.apply_training(network)
         state.model_version = version
         body = network_body(version, file, checksum, t, float(network["seconds"]))
         future = state.log.append("network", time.time(), None, version, body)[1]
@@ -158,9 +159,8 @@ class MergeRounds:
     def train(self) -> dict[str, Any]:
         """Train the merged policy's network on the merged history (every replica's rounds);
         returns the new version (:func:`swap_network` applies it to a replica)."""
-        job = training.prepare(self.base)
-        network = training.run(job)
-        training.apply(self.base, network)
+        network = run_training(self.base.prepare_training())
+        self.base.apply_training(network)
         self.model_version += 1
         self.trained_at = self.base.t_
         self.seconds.append(float(network["seconds"]))

@@ -93,12 +93,15 @@ class HealthOut(BaseModel):
     model_version: int
     events: int = Field(..., description="decisions and rewards logged since the folder began")
     pending: int = Field(..., description="decisions awaiting their reward")
+    pending_bytes: int = Field(..., description="bytes the pending decisions hold")
     decided: int
     learned: int
     expired: int
     rewards_learned: int
     training: bool
     trainings: int
+    training_failures: int = Field(..., description="trainings that failed or timed out")
+    last_training_error: str | None = Field(None, description="why the last one failed")
     last_event: int
     last_checkpoint: int
     policy: str

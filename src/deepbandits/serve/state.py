@@ -32,10 +32,12 @@ from deepbandits._io import folder_lock
 from deepbandits.errors import ConcurrentUseError, EventLogError, InputValueError, ServiceError
 from deepbandits.policies import Decision, Policy
 from deepbandits.policies.evaluation import Learned
+from deepbandits.policies.parts.trainer import TrainingJob
 from deepbandits.serve import batches, recovery, training
 from deepbandits.serve.events import decision_body, network_body, reward_body, rng_json
 from deepbandits.serve.log import DURABILITY, EventLog
 from deepbandits.serve.recovery import as_float_array
+from deepbandits.serve.scale import MAX_CONTEXT_RATIO, ContextScale
 from deepbandits.serve.store import StateFolder, policy_bytes
 
 LOG = logging.getLogger("deepbandits.serve")
@@ -85,6 +87,13 @@ class ServiceState:
         SQLite's synchronous setting (:mod:`deepbandits.serve.log`).
     snapshot_every : int, optional
         Write a checkpoint after every so many decisions and rewards.
+    training_timeout : float or None, default=600.0
+        Seconds a network training may take in the training process; a later one fails (counted
+        in :meth:`health`), its process is killed and the next training starts a new one. None:
+        no limit.
+    max_context_ratio : float or None, default=1e6
+        Refuse a request whose contexts reach more than this many times the largest absolute
+        value decided on so far (:mod:`deepbandits.serve.scale`); None: no check.
     """
 
     def __init__(
@@ -95,6 +104,8 @@ class ServiceState:
         checkpoint: str | Path | None = None,
         durability: str = "normal",
         snapshot_every: int | None = None,
+        training_timeout: float | None = 600.0,
+        max_context_ratio: float | None = MAX_CONTEXT_RATIO,
     ) -> None:
         if durability not in DURABILITY:
             raise InputValueError(
@@ -104,8 +115,19 @@ class ServiceState:
             raise InputValueError(
                 f"snapshot_every must be an integer >= 1 or None, but {snapshot_every!r} is given"
             )
+        if training_timeout is not None and (
+            isinstance(training_timeout, bool)
+            or not isinstance(training_timeout, int | float)
+            or not training_timeout > 0
+        ):
+            raise InputValueError(
+                f"training_timeout must be a number of seconds > 0 or None, but "
+                f"{training_timeout!r} is given"
+            )
+        self.scale = ContextScale(max_context_ratio)
         self.folder = StateFolder(folder)
         self.snapshot_every = snapshot_every
+        self.training_timeout = training_timeout
         self.lock = threading.RLock()
         self.notes: list[str] = []
         self.training_listeners: list[Callable[[float], None]] = []
@@ -137,7 +159,7 @@ class ServiceState:
         else:
             recovery.check_same(info, self.folder.root, spec, checkpoint)
         self.info = info
-        self.log = EventLog(self.folder.log_path, durability)
+        self.log: EventLog = recovery.open_log(self.folder, info, durability, self.notes)
         self._stack.callback(self.log.close)
         self.notes.extend(self.log.notes)
         policy, meta = recovery.load(self.folder, info, self.notes)
@@ -160,6 +182,7 @@ class ServiceState:
         self.replayed_to = replay.run(self.log, self.last_checkpoint, self.notes)
         self.replayed = replay.n
         self.policy: Policy = policy
+        self.scale.seen(max(float(meta.get("context_scale", 0.0)), replay.largest))
         self.model_version = replay.model_version
         self.n_events = recovery.events_before(meta, self.log) + replay.n_events
         self.n_trainings = 0
@@ -182,7 +205,7 @@ class ServiceState:
         """Append the events of ``decisions`` (made together from the requests ``contexts``):
         one batch event when they fit its layout, else one decision event each. Returns the
         commit of the last (the writer commits in order)."""
-        rng = rng_json(self.policy._rng.bit_generator.state)
+        rng = rng_json(self.policy.random_state())
         version, append = self.model_version, self.log.append
         if isinstance(contexts, np.ndarray) and len(decisions) > 1:
             body = batches.batch_body(decisions, contexts, rng)
@@ -199,7 +222,9 @@ class ServiceState:
         contexts = plain_numbers(contexts, 2)
         with self.lock:
             self._check_open()
+            largest = self.scale.check(contexts)
             decision = self.policy.decide(contexts, mask)
+            self.scale.seen(largest)
             future = self._log_decisions([decision], [contexts])
             self._count(1)
         return decision, future
@@ -212,7 +237,9 @@ class ServiceState:
         batch = plain_numbers(list(contexts), 3)
         with self.lock:
             self._check_open()
+            largest = self.scale.check(batch)
             decisions = self.policy.decide_batch(batch, masks)
+            self.scale.seen(largest)
             future = self._log_decisions(decisions, batch)
             self._count(len(decisions))
         return decisions, future
@@ -255,6 +282,11 @@ class ServiceState:
             thread.start()
 
     # ------------------------------------------------------------------ training
+    #: Why the last training failed (None: none failed since the service opened).
+    last_training_error: str | None = None
+    #: Set by :meth:`close`: no training starts any more.
+    _stopping = False
+
     @property
     def training(self) -> bool:
         """Whether a training runs now."""
@@ -262,29 +294,29 @@ class ServiceState:
 
     def maybe_train(self) -> bool:
         """Start a training in the background if one is due and none runs; returns whether
-        one started."""
+        one started. A training that failed stays due: the next reward starts it again."""
         trainer = self.trainer
-        if trainer is None or trainer.due_ is None or self._training is not None or self._closed:
+        if trainer is None or trainer.due_ is None or self._training is not None or self._stopping:
             return False
         with self.lock:
-            if trainer.due_ is None or self._training is not None:
+            if trainer.due_ is None or self._training is not None or self._stopping:
                 return False
-            job = training.prepare(self.policy)
+            job = self.policy.prepare_training()
             self._training = threading.Thread(
                 target=self._train, args=(job,), name="deepbandits-train", daemon=True
             )
             self._training.start()
         return True
 
-    def _train(self, job: training.TrainingJob) -> None:
+    def _train(self, job: TrainingJob) -> None:
         try:
-            state = training.run_in_process(job)
+            state = training.run_in_process(job, self.training_timeout)
             version = self.model_version + 1  # only this thread changes it, one at a time
             file, checksum = self.folder.write_network(version, state)
             with self.lock:
                 if self._closed:
                     return
-                training.apply(self.policy, state)
+                self.policy.apply_training(state)
                 self.model_version = version
                 body = network_body(version, file, checksum, job.snapshot_t, state["seconds"])
                 future = self.log.append("network", time.time(), None, version, body)[1]
@@ -292,9 +324,11 @@ class ServiceState:
             self.n_trainings += 1
             for listener in self.training_listeners:
                 listener(float(state["seconds"]))
-        except Exception:
+        except Exception as exc:
             self.training_failures += 1
+            self.last_training_error = f"{type(exc).__name__}: {exc}"
             LOG.exception("a network training failed; the current network stays")
+            return  # still due: the next reward retries it (at once, a failing one would spin)
         finally:
             self._training = None
         self.maybe_train()  # one that fell due meanwhile
@@ -315,6 +349,7 @@ class ServiceState:
                     "time": time.time(),
                     "rewards_learned": self.policy.t_,
                     "counts": self.policy.pending_.counts(),
+                    "context_scale": self.scale.largest,
                 }
             self.log.flush(meta["seq"])
             self.folder.save_checkpoint(data, meta)
@@ -340,12 +375,15 @@ class ServiceState:
                 "model_version": self.model_version,
                 "events": self.n_events,
                 "pending": counts["pending"],
+                "pending_bytes": self.policy.pending_.n_bytes,
                 "decided": counts["decided"],
                 "learned": counts["learned"],
                 "expired": counts["expired"],
                 "rewards_learned": self.policy.t_,
                 "training": self.training,
                 "trainings": int(getattr(self.policy, "n_trainings_", 0)),
+                "training_failures": self.training_failures,
+                "last_training_error": self.last_training_error,
                 "last_event": self.log.seq,
                 "last_checkpoint": self.last_checkpoint,
                 "policy": self.info["policy"],
@@ -356,12 +394,17 @@ class ServiceState:
     def close(self, *, snapshot: bool = False) -> None:
         """Stop: optionally write a checkpoint, commit what is queued, release the folder. A
         training in flight is waited for up to :data:`CLOSE_WAIT` seconds, then dropped (it
-        runs again after a restart, since it is still due)."""
+        runs again after a restart, since it is still due): its process is killed, so that a
+        hung one never holds the shutdown."""
         if self._closed:
             return
+        self._stopping = True
         thread = self._training
         if thread is not None:
             thread.join(CLOSE_WAIT)
+            if thread.is_alive():
+                training.PROCESS.close()
+                thread.join()
         if self._snapshotting is not None:
             self._snapshotting.join()
         if snapshot and self.log.failure is None:

@@ -9,6 +9,10 @@ the child's stdin and stdout, between two processes of the same program (nothing
 is unpickled; the state folder holds no pickles). The child runs torch and BLAS on the parent's
 thread count, at a lower scheduling priority (``nice`` +:data:`NICE`), and exits when its
 parent is gone, even after ``kill -9``.
+
+A child can hang (a deadlock in a library, a stopped process): a call takes a time limit after
+which the child is killed, which ends the call's blocked write or read, and the next call starts
+a new one; :meth:`TrainingProcess.close` kills a busy child rather than wait on its pipes.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import IO, Any
 import torch
 from threadpoolctl import threadpool_limits
 
-from deepbandits.errors import ServiceError
+from deepbandits.errors import InputValueError, ServiceError
 
 #: How much lower the training process's scheduling priority is than the server's.
 NICE = 10
@@ -79,22 +83,33 @@ class TrainingProcess:
             self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         return self._process
 
-    def call(self, function: Callable[..., Any], *args: Any) -> Any:
+    def call(self, function: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
         """``function(*args)`` run in the child (a module-level function); what it raised is
-        raised here, and a child that dies raises :class:`~deepbandits.errors.ServiceError`
-        (the next call starts a new one)."""
+        raised here. A child that dies, or that has not answered ``timeout`` seconds after the
+        call began (None: no limit), raises :class:`~deepbandits.errors.ServiceError`; a late
+        child is killed, and the next call starts a new one."""
+        if timeout is not None and not timeout > 0:
+            raise InputValueError(f"timeout must be > 0 seconds or None, but {timeout!r} is given")
         with self._lock:
             process = self._running()
             assert process.stdin is not None and process.stdout is not None
+            watchdog = _Watchdog(process, timeout)
             try:
                 _write(process.stdin, pickle.dumps((function, args), protocol=5))
                 frame = _read(process.stdout)
-            except OSError:
+            except OSError:  # a broken pipe: the child died or was killed
                 frame = None
-            if frame is None:
+            finally:
+                late = watchdog.stop()
+            if frame is None or late:
                 process.kill()
                 process.wait()
                 self._process = None
+                if late:
+                    raise ServiceError(
+                        f"the training process did not answer within {timeout:g} s: it was "
+                        "killed, and the next training starts a new one"
+                    )
                 raise ServiceError(f"the training process ended (exit status {process.returncode})")
         ok, value = pickle.loads(frame)
         if not ok:
@@ -102,16 +117,56 @@ class TrainingProcess:
         return value
 
     def close(self) -> None:
-        """End the child (it exits when its input closes)."""
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            assert process.stdin is not None
-            process.stdin.close()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        """End the child: an idle one exits when its input closes; one that runs a call (or
+        hangs in one) is killed, which ends that call with
+        :class:`~deepbandits.errors.ServiceError`. Never waits on the child's pipes."""
+        if not self._lock.acquire(blocking=False):
+            # a call holds the pipes: closing stdin would wait for its writer's buffer lock
+            busy = self._process
+            if busy is not None:
+                busy.kill()
+                busy.wait()
+            return
+        try:
+            process, self._process = self._process, None
+            if process is not None and process.poll() is None:
+                assert process.stdin is not None
+                process.stdin.close()
+                try:
+                    process.wait(5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        finally:
+            self._lock.release()
+
+
+class _Watchdog:
+    """Kills ``process`` once ``timeout`` seconds pass, unless :meth:`stop` comes first (a
+    killed child ends the blocked write or read of the call with a broken pipe or EOF)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], timeout: float | None) -> None:
+        self._process = process
+        self._lock = threading.Lock()
+        self._stopped = self._fired = False
+        self._timer = None if timeout is None else threading.Timer(timeout, self._fire)
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._stopped:
+                self._fired = True
+                self._process.kill()
+
+    def stop(self) -> bool:
+        """Disarm; returns whether the child was killed for being late."""
+        with self._lock:
+            self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        return self._fired
 
 
 def main() -> None:

@@ -16,8 +16,8 @@ from deepbandits.envs import CLASSIFICATION_ENVS, ENVS, ClassificationEnv, make_
 from deepbandits.envs.synthetic import REWARD_FUNCTIONS
 from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.experiments.config.errors import Expect, bad, given
-from deepbandits.experiments.specs import parse_seeds, parse_spec
 from deepbandits.policies import make_policy
+from deepbandits.specs import parse_seeds, parse_spec
 
 #: Policy specification meaning every distinct registered policy
 #: (:func:`~deepbandits.policies.distinct_policy_names`).

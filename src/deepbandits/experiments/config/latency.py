@@ -17,7 +17,7 @@ from deepbandits.experiments.config.fields import (
     mapping,
     pair,
 )
-from deepbandits.experiments.specs import parse_spec
+from deepbandits.specs import parse_spec
 
 #: Minibatch steps per update, each measured.
 Steps = key("a non-empty list", items(integer(1), distinct=True))

@@ -11,8 +11,8 @@ from typing import Any
 from deepbandits.errors import InputValueError
 from deepbandits.experiments.config.fields import ALL
 from deepbandits.experiments.matched import MatchedProtocol
-from deepbandits.experiments.specs import parse_spec, with_params
 from deepbandits.policies import distinct_policy_names, make_policy
+from deepbandits.specs import parse_spec, with_params
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ from deepbandits.experiments.config.model import Claim, ExperimentConfig, with_p
 from deepbandits.experiments.report.paper import CHECKS as CLAIM_CHECKS
 from deepbandits.experiments.report.tables import METRICS as SUMMARY_METRICS
 from deepbandits.experiments.report.tables import RUN_METRICS
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import distinct_policy_names, make_policy
+from deepbandits.specs import parse_spec
 
 #: Checks a claim can make (:data:`deepbandits.experiments.report.paper.CHECKS`).
 CHECKS = tuple(CLAIM_CHECKS)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from deepbandits.envs import Environment
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import make_policy
+from deepbandits.specs import parse_spec
 
 #: Resolved training settings that must be equal across the policies of one environment.
 BUDGET_KEYS = (

@@ -10,7 +10,7 @@ import pandas as pd
 
 from deepbandits.experiments.matched.protocol import MatchedProtocol
 from deepbandits.experiments.matched.tunings import CONFIDENCE
-from deepbandits.experiments.specs import format_seeds
+from deepbandits.specs import format_seeds
 
 
 def _budget_text(budget: dict[str, Any], T: int) -> str:

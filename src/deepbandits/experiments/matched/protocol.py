@@ -10,11 +10,11 @@ from typing import Any
 
 from deepbandits._validation import check_int
 from deepbandits.experiments.compare import label_of
-from deepbandits.experiments.specs import parse_spec, with_params
 from deepbandits.experiments.tune import search_space
 from deepbandits.experiments.tune.study import check_seeds
 from deepbandits.networks.learner import PLAIN_TRAINING
 from deepbandits.policies import make_policy
+from deepbandits.specs import parse_spec, with_params
 
 #: The policies of the matched protocol.
 MATCHED_POLICIES: tuple[str, ...] = (

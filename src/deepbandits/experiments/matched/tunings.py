@@ -16,11 +16,11 @@ from tqdm.auto import tqdm
 
 from deepbandits.experiments.compare import label_of
 from deepbandits.experiments.executors import Executor, Failure
-from deepbandits.experiments.specs import format_seeds
 from deepbandits.experiments.storage import RunResult, UnfinishedRunError, load_finished
 from deepbandits.experiments.tune import tune
 from deepbandits.experiments.tune.study import STUDY_NAME, counts_toward_trials
 from deepbandits.metrics.comparison import PairedDifference, mean_std, paired_difference
+from deepbandits.specs import format_seeds
 
 #: Confidence of the paired intervals.
 CONFIDENCE = 0.95

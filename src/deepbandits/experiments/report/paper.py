@@ -25,8 +25,8 @@ from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.errors import DataError, InputTypeError, InputValueError
 from deepbandits.experiments.report.render import Block, estimate, fmt, interval, pm
 from deepbandits.experiments.report.tables import paired_values
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.metrics import paired_difference
+from deepbandits.specs import parse_spec
 
 #: Claim checks: ``{check: (against the best other policy, sign)}``. A claim holds when
 #: ``sign · (mean of the policy − mean of the other) < 0``; the other policy is ``than``, or

@@ -47,7 +47,6 @@ from deepbandits._version import __version__
 from deepbandits.experiments.compare import compare
 from deepbandits.experiments.jobs import build_env
 from deepbandits.experiments.runner import run
-from deepbandits.experiments.specs import parse_spec, with_params
 from deepbandits.experiments.tune.space import DIGITS, covering, round_sig, rounded, search_space
 from deepbandits.experiments.tune.study import (
     STUDY_NAME,
@@ -59,6 +58,7 @@ from deepbandits.experiments.tune.study import (
 )
 from deepbandits.experiments.tune.verdict import Verdict, judge
 from deepbandits.policies import make_policy
+from deepbandits.specs import parse_spec, with_params
 
 #: Finished trials before pruning starts.
 PRUNER_STARTUP_TRIALS = 5

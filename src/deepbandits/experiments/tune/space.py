@@ -9,9 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 from deepbandits.errors import InputValueError
-from deepbandits.experiments.specs import parse_spec
 from deepbandits.policies import policy_info
 from deepbandits.policies.space import Param
+from deepbandits.specs import parse_spec
 
 #: Significant digits of a searched real value (what the best specification shows and what every
 #: trial runs with).

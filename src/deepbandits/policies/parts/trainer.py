@@ -10,26 +10,58 @@ features, and moves the head's prior during the warm-up (``lam_warmup``,
 By default a training runs inside the ``learn`` call whose round the schedule names. A service
 that trains off the request path (:mod:`deepbandits.serve.training`) calls :meth:`Trainer.defer`:
 ``learn`` then still records the rounds and moves the prior, and only notes in
-:attr:`Trainer.due_` that a training is due; the service trains a copy of the network and swaps
-its weights in.
+:attr:`Trainer.due_` that a training is due. The deferred training then takes three steps:
+
+1. :meth:`Trainer.prepare_training` (the policy's ``prepare_training``), under the caller's lock:
+   a :class:`TrainingJob`, a copy of the network learner (network, optimizer, history), of the
+   head's θ and A⁻¹ and of the training generator, what a training inside ``learn`` would have
+   read at that moment;
+2. :func:`run_training`, without the lock, anywhere (the job pickles: a service runs it in a
+   process of its own): the copy trains exactly as :meth:`Trainer.train` would (same loss,
+   schedule and minibatch draws) and the network version comes back, a dict of tensors and
+   plain values that ``torch.load(weights_only=True)`` reads;
+3. :meth:`Trainer.apply_training` (the policy's ``apply_training``), under the lock: the new
+   weights, optimizer state, generator state and training counters replace the live ones at
+   once (with ``refit_on_update``, A and b are refitted on the rounds recorded so far).
+   Decisions made before the swap keep the features they were made with.
+
+A version holds what step 3 needs and nothing else, so a service writes it to a file and a
+restarted service applies the file at the same point of its event log.
 """
 
 from __future__ import annotations
 
+import copy
+import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
+from numpy.typing import NDArray
 
 from deepbandits.errors import InputValueError
 from deepbandits.formulas import warmup_prior
 from deepbandits.networks.learner import SCHEDULE_FIELDS, NetworkLearner
 from deepbandits.networks.mlp import MLP
-from deepbandits.networks.schedule import resolve_schedule
+from deepbandits.networks.schedule import TrainSchedule, resolve_schedule
 from deepbandits.networks.training import LOSSES
 from deepbandits.policies.params import NETWORK_SPECS, Spec
 from deepbandits.policies.parts.features import NetworkFeatures
 from deepbandits.policies.parts.heads import RidgeHead
 from deepbandits.policies.parts.part import Part, part
+
+#: The keys of a network version (:func:`run_training`), all needed to swap it in.
+VERSION_KEYS = (
+    "network",
+    "optimizer",
+    "torch_gen",
+    "n_trainings",
+    "n_diverged",
+    "last_loss",
+    "snapshot_t",
+    "seconds",
+)
 
 _TRAINING = (
     "train_schedule",
@@ -219,6 +251,64 @@ class Trainer(Part):
             ridge.refit(features.transform(X)[0], r, w, h)
         return loss
 
+    def prepare_training(self, head: RidgeHead, generator: torch.Generator, t: int) -> TrainingJob:
+        """Step 1 of a deferred training (module notes): copy what a training reads from the
+        live parts, the head ``head`` and the training generator ``generator``, after ``t``
+        rewards; the copies share nothing with the live state."""
+        learner, ridge = self.learner_, head.ridge_
+        if learner is None or ridge is None:
+            raise InputValueError(
+                "prepare_training needs a policy that has decided once (its network and head "
+                "are built then), but this one is fresh"
+            )
+        copied = torch.Generator()
+        copied.set_state(generator.get_state())
+        return TrainingJob(
+            learner=copy.deepcopy(learner),
+            theta=ridge.theta.copy(),
+            A_inv=ridge.A_inv.copy(),
+            generator=copied,
+            loss=self.loss,
+            schedule=self.schedule_,
+            snapshot_t=int(t),
+            train_theta=self.train_theta,
+        )
+
+    def apply_training(
+        self,
+        version: dict[str, Any],
+        head: RidgeHead,
+        features: NetworkFeatures,
+        generator: torch.Generator,
+    ) -> None:
+        """Step 3 of a deferred training (module notes): swap the network version ``version``
+        (of :func:`run_training`) into the live parts and the training generator; a training
+        due at or before the rounds it was prepared at is no longer due."""
+        learner = self.learner_
+        if learner is None:
+            raise InputValueError(
+                "apply_training needs a policy that has decided once (its network is built "
+                "then), but this one is fresh"
+            )
+        if not isinstance(version, dict) or not set(VERSION_KEYS) <= set(version):
+            given = sorted(version) if isinstance(version, dict) else type(version).__name__
+            raise InputValueError(
+                f"version must be a network version of run_training, a dict with the keys "
+                f"{', '.join(VERSION_KEYS)}, but {given} is given"
+            )
+        learner.network.load_state_dict(version["network"])
+        learner.optimizer.load_state_dict(version["optimizer"])
+        generator.set_state(version["torch_gen"])
+        learner.n_trainings = int(version["n_trainings"])
+        learner.n_diverged = int(version["n_diverged"])
+        learner.last_loss = float(version["last_loss"])
+        if self.refit_on_update:
+            assert head.ridge_ is not None
+            X, r, w, h = learner.history.view()
+            head.ridge_.refit(features.transform(X)[0], r, w, h)
+        if self.due_ is not None and self.due_ <= int(version["snapshot_t"]):
+            self.due_ = None  # the training due was this one (one due since runs next)
+
     def merge(self, other: Trainer, base: Trainer | None) -> None:
         """Extend the history by the rounds ``other`` learned since ``base``."""
         mine, theirs = self.learner_, other.learner_
@@ -239,6 +329,66 @@ class Trainer(Part):
         assert self.learner_ is not None
         self.learner_.load_state_dict(state["learner"])
         self.weight_sum_ = float(state.get("weight_sum", 0.0))
+
+
+@dataclass
+class TrainingJob:
+    """What a deferred training reads, copied from a live policy
+    (:meth:`Trainer.prepare_training`); it pickles, so it can train in another process.
+
+    Attributes
+    ----------
+    learner : NetworkLearner
+        A copy of the network, its optimizer and the training history.
+    theta, A_inv : ndarray
+        The head's θ and A⁻¹, fixed during the training (Eq. 6).
+    generator : torch.Generator
+        A copy of the training generator (the minibatch draws).
+    loss : str
+        The trainer's loss.
+    schedule : TrainSchedule
+        The trainer's schedule (steps and minibatch size of this training).
+    snapshot_t : int
+        Rewards the policy had learned when the job was prepared.
+    train_theta : bool
+        Whether θ trains with the network (:class:`Trainer`'s ``train_theta``).
+    """
+
+    learner: NetworkLearner
+    theta: NDArray[np.float64]
+    A_inv: NDArray[np.float64]
+    generator: torch.Generator
+    loss: str
+    schedule: TrainSchedule
+    snapshot_t: int
+    train_theta: bool = False
+
+
+def run_training(job: TrainingJob) -> dict[str, Any]:
+    """Step 2 of a deferred training (module notes): train the copy in ``job`` as
+    :meth:`Trainer.train` would, and return the network version (:data:`VERSION_KEYS`):
+    weights, optimizer state, generator state, training counters, the last loss, the rewards
+    learned when the job was prepared and the seconds the training took."""
+    start = time.perf_counter()
+    learner = job.learner
+    learner.train(
+        job.theta,
+        job.A_inv,
+        loss=job.loss,
+        schedule=job.schedule,
+        generator=job.generator,
+        train_theta=job.train_theta,
+    )
+    return {
+        "network": {k: v.detach().cpu().clone() for k, v in learner.network.state_dict().items()},
+        "optimizer": learner.optimizer.state_dict(),
+        "torch_gen": job.generator.get_state(),
+        "n_trainings": learner.n_trainings,
+        "n_diverged": learner.n_diverged,
+        "last_loss": float(learner.last_loss),
+        "snapshot_t": job.snapshot_t,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def check_refit(trainer: Trainer | None, head: RidgeHead) -> None:
