@@ -4,6 +4,10 @@ shape."""
 
 from __future__ import annotations
 
+import struct
+import subprocess
+import sys
+
 import httpx
 import numpy as np
 import pyarrow as pa
@@ -85,8 +89,8 @@ def test_bodies_of_another_shape_get_the_library_messages(tmp_path):
         return arrow.to_stream(pa.table(columns))
 
     cases = [
-        (b"not arrow", "not an Arrow IPC stream"),
-        (good[: len(good) // 2], "not an Arrow IPC stream"),
+        (b"not arrow", "not a valid Arrow IPC stream"),
+        (good[: len(good) // 2], "not a valid Arrow IPC stream"),
         (table(x=pa.array([1.0])), "must have the column contexts"),
         (table(contexts=[[[1.0] * D] * K], extra=[1]), "must have the column contexts"),
         (table(contexts=pa.array([1.0])), "contexts must be a list of K rows"),
@@ -118,3 +122,141 @@ def test_the_openapi_page_documents_the_arrow_form(tmp_path):
         operation = spec["paths"]["/v1/decide_batch"]["post"]
         assert set(operation["requestBody"]["content"]) == {"application/json", arrow.MEDIA_TYPE}
         assert arrow.MEDIA_TYPE in operation["responses"]["200"]["content"]
+
+
+def stream(table: pa.Table, compression: str | None = None, chunk: int | None = None) -> bytes:
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+        writer.write_table(table, max_chunksize=chunk)
+    return bytes(sink.getvalue())
+
+
+def test_offsets_that_run_backwards_are_refused_and_the_process_lives(tmp_path):
+    # a mask whose list offsets run backwards: pyarrow read it outside its buffer (SIGSEGV)
+    X, _ = requests(3)
+    body = arrow.requests_table(X[:3], [[True, False, True, True]] * 3)
+    offsets = np.array([0, K, 2 * K, 3 * K], np.int32).tobytes()
+    assert body.count(offsets) == 1
+    path = tmp_path / "body.arrow"
+    path.write_bytes(body.replace(offsets, np.array([0, K, -100_000, 3 * K], np.int32).tobytes()))
+    script = (
+        "import sys\n"
+        "from deepbandits.serve import arrow\n"
+        "from deepbandits.errors import InputValueError\n"
+        "try:\n"
+        "    arrow.read_requests(open(sys.argv[1], 'rb').read(), 2**20)\n"
+        "except InputValueError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "not a valid Arrow IPC stream" in done.stdout
+    assert "non-monotonic offset" in done.stdout
+
+
+@pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
+@pytest.mark.parametrize("chunk", [None, 5, 1])
+def test_the_decompressed_size_is_what_pyarrow_decodes(compression, chunk):
+    X, masks = requests(4)
+    table = arrow.read_table(arrow.requests_table(X, masks))
+    body = stream(table, compression, chunk)
+    reader = pa.ipc.MessageReader.open_stream(body)
+    schema = pa.ipc.read_schema(reader.read_next_message())
+    batches = 0
+    for message in reader:
+        counted = arrow._decompressed_size(message)
+        batch = pa.ipc.read_record_batch(message, schema)
+        decoded = [b.size for column in batch.columns for b in column.buffers() if b is not None]
+        assert counted == sum(decoded) == batch.get_total_buffer_size() > 0
+        batches += 1
+    assert batches == (1 if chunk is None else -(-B // chunk))
+    contexts, read_masks = arrow.read_requests(body, 2**20)
+    assert np.array_equal(contexts, X) and read_masks == masks
+
+
+def test_a_buffer_stored_uncompressed_in_a_compressed_stream_is_counted():
+    # Arrow marks a buffer it stored uncompressed (no gain) with the length -1
+    X = np.random.default_rng(5).integers(-(2**62), 2**62, (B, K, D))  # incompressible
+    rows = pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), D)
+    body = stream(pa.table({"contexts": pa.FixedSizeListArray.from_arrays(rows, K)}), "zstd")
+    raw = X.tobytes()
+    start = body.index(struct.pack("<q", len(raw)) + b"\x28\xb5\x2f\xfd")  # zstd's magic
+    stored = body[:start] + struct.pack("<q", -1) + raw + body[start + 8 + len(raw) :]
+    reader = pa.ipc.MessageReader.open_stream(stored)
+    schema = pa.ipc.read_schema(reader.read_next_message())
+    message = reader.read_next_message()
+    batch = pa.ipc.read_record_batch(message, schema)
+    assert arrow._decompressed_size(message) == batch.get_total_buffer_size() >= len(raw)
+    assert np.array_equal(arrow.read_requests(stored, 2**20)[0], X)
+
+
+def test_a_compressed_bomb_is_refused_before_anything_is_decompressed():
+    zeros = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(2**22)), 2**8)
+    body = stream(pa.table({"contexts": pa.FixedSizeListArray.from_arrays(zeros, 2**6)}), "zstd")
+    assert len(body) < 20_000  # 32 MiB once decompressed
+    pool = pa.proxy_memory_pool(pa.default_memory_pool())  # counts what pyarrow allocates
+    default = pa.default_memory_pool()
+    pa.set_memory_pool(pool)
+    try:
+        with pytest.raises(db.PayloadTooLargeError, match=r"at most 65536 bytes .* 33554432"):
+            arrow.read_requests(body, 2**16)
+        assert pool.max_memory() < 2**16
+        pa.ipc.open_stream(body).read_all()  # what the check spares
+        assert pool.max_memory() >= 2**25
+    finally:
+        pa.set_memory_pool(default)
+
+
+def test_streams_of_other_messages_or_types_are_refused():
+    X, _ = requests(6)
+    body = arrow.requests_table(X)
+    schema_end = body.index(b"\xff\xff\xff\xff", 8)  # the second message's marker
+    words = arrow.NOT_ARROW
+    dictionary = pa.table({"contexts": pa.array(["a", "b"]).dictionary_encode()})
+    values = pa.DictionaryArray.from_arrays(pa.array(np.zeros(K * D, np.int8)), pa.array([0.5]))
+    dictionary_values = pa.FixedSizeListArray.from_arrays(
+        pa.FixedSizeListArray.from_arrays(values, D), K
+    )
+    tensor = pa.ExtensionArray.from_storage(
+        pa.fixed_shape_tensor(pa.float64(), (K, D)),
+        pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(K * D)), K * D),
+    )
+    with_dictionary = stream(pa.table({"contexts": dictionary_values}))
+    dictionary_batch = with_dictionary[with_dictionary.index(b"\xff\xff\xff\xff", 8) :]
+    cases = [
+        (b"", db.InputValueError, f"{words}: it holds no schema"),
+        (body[schema_end:], db.InputValueError, "starts with a record batch, not a schema"),
+        (
+            body[:schema_end] + body,
+            db.InputValueError,
+            "it holds a schema message after its schema",
+        ),
+        (body[:schema_end] + dictionary_batch, db.InputValueError, "a dictionary message after"),
+        (stream(dictionary), db.InputTypeError, "contexts must be a list of K rows"),
+        (with_dictionary, db.InputTypeError, "contexts must hold numbers, but they hold dict"),
+        (stream(pa.table({"contexts": [{"a": 1.0}]})), db.InputTypeError, "it is struct"),
+        (stream(pa.table({"contexts": tensor})), db.InputTypeError, "it is extension<"),
+    ]
+    for case, error, message in cases:
+        with pytest.raises(error, match=message):
+            arrow.read_requests(case, 2**20)
+
+
+def test_a_compressed_body_decides_and_a_bomb_is_413(tmp_path):
+    X, masks = requests(7)
+    plain = arrow.requests_table(X, masks)
+    zeros = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(2**14 * D)), D)
+    bomb = stream(pa.table({"contexts": pa.FixedSizeListArray.from_arrays(zeros, K)}), "zstd")
+    with running(tmp_path / "s", LINUCB, max_body_bytes=2**16) as (state, client):
+        answer = post(client, bomb)
+        assert answer.status_code == 413, answer.text
+        assert answer.json()["error"] == "PayloadTooLargeError"
+        assert state.log.seq == 0
+        answer = post(client, stream(arrow.read_table(plain), "lz4"))
+        assert answer.status_code == 200, answer.text
+        arms = arrow.read_table(answer.content).column("arm").to_pylist()
+    with running(tmp_path / "p", LINUCB) as (_, client):
+        assert arrow.read_table(post(client, plain).content).column("arm").to_pylist() == arms

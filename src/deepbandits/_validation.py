@@ -50,7 +50,11 @@ def as_real_array(values: Any, name: str) -> NDArray[np.float64]:
     if raw.dtype.kind == "O" and all(
         isinstance(v, numbers.Real) and not isinstance(v, bool) for v in raw.flat
     ):
-        raw = raw.astype(np.float64)
+        try:
+            raw = raw.astype(np.float64)
+        except OverflowError:  # an integer like 10**400 (JSON has no bound on them)
+            huge = next(v for v in raw.flat if not _fits_float(v))
+            raise _out_of_range(name, huge) from None
     if raw.dtype.kind not in "biuf":
         raise InputTypeError(
             f"{name} must be an array of real numbers, but an array of {raw.dtype} "
@@ -82,7 +86,31 @@ def check_real(value: Any, name: str) -> float:
         raise InputTypeError(
             f"{name} must be a real number, but {value!r} ({type(value).__name__}) is given"
         )
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer like 10**400 (JSON has no bound on them)
+        raise _out_of_range(name, value) from None
+
+
+def _fits_float(value: numbers.Real) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def _out_of_range(name: str, value: numbers.Real) -> InputValueError:
+    """The error for a real number beyond float64's range (which ``float`` cannot convert)."""
+    if isinstance(value, int):
+        # its digits, not the number: Python refuses to print an int of over 4,300 digits
+        given = f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    else:
+        given = f"a {type(value).__name__} of greater magnitude"
+    return InputValueError(
+        f"{name} must be within float64's range (magnitude at most {np.finfo(np.float64).max:.4g})"
+        f", but {given} is given"
+    )
 
 
 def check_finite_scalar(value: Any, name: str, *, bound: float | None = None) -> float:

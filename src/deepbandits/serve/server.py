@@ -41,8 +41,9 @@ from deepbandits.errors import InputValueError, ServiceError
 
 #: Allocations between two collections of the youngest generation (CPython's default: 700).
 GC_THRESHOLD = 100_000
-#: Seconds uvicorn lets requests in flight finish on shutdown.
-GRACEFUL_SECONDS = 5
+#: Seconds uvicorn lets requests in flight finish on shutdown (a SIGTERM's budget:
+#: :data:`~deepbandits.serve.state.CLOSE_WAIT`).
+GRACEFUL_SECONDS = 3
 #: Seconds a request's headers may take to arrive (module notes).
 HEADER_TIMEOUT = 10.0
 #: Seconds an idle keep-alive connection stays open.
