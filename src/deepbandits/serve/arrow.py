@@ -30,7 +30,7 @@ decompresses them: each compressed buffer starts with its uncompressed length, a
 whose record batches would hold more than the body limit once decompressed is refused with
 :class:`~deepbandits.errors.PayloadTooLargeError` (413) before any of it is decompressed. The
 stream is read one message at a time (:func:`read_requests`), the lengths from each record
-batch's flatbuffer metadata (:class:`_Flatbuffer`).
+batch's flatbuffer metadata (``_Flatbuffer``).
 """
 
 from __future__ import annotations
@@ -274,8 +274,13 @@ def _matrices(column: pa.Array) -> NDArray[np.float64]:
     for _ in range(2):
         if values.null_count:
             raise InputValueError(f"contexts must have no nulls, but {values.null_count} are")
-        lengths = pc.list_value_length(values)
-        low, high = (pc.min(lengths).as_py(), pc.max(lengths).as_py()) if len(values) else (0, 0)
+        if pa.types.is_fixed_size_list(values.type):  # one length, its type's (the client's)
+            low = high = values.type.list_size
+        elif len(values):
+            lengths = pc.list_value_length(values)
+            low, high = pc.min(lengths).as_py(), pc.max(lengths).as_py()
+        else:
+            low = high = 0
         if low != high:
             raise InputValueError(
                 f"contexts must be of one shape [K, d] in an Arrow body (send requests of "
