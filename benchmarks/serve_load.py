@@ -450,9 +450,10 @@ def noop_server() -> None:
     import ray
     from ray import serve
 
+    from deepbandits.serve.ray_app import ACTOR_OPTIONS
     from deepbandits.serve.ray_run import ray_init_options
 
-    @serve.deployment(max_ongoing_requests=1024, ray_actor_options={"num_cpus": 0})
+    @serve.deployment(max_ongoing_requests=1024, ray_actor_options=ACTOR_OPTIONS)
     @serve.ingress()
     class Noop:
         def __serve_build_asgi_app__(self) -> Any:
