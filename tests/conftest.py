@@ -8,6 +8,19 @@ def _single_thread():
     torch.set_num_threads(1)
 
 
+@pytest.fixture(scope="module")
+def ray_serve():
+    """A Ray instance with Serve's proxy on a loopback port, for a test module's services
+    (``serve_support.RayServe``)."""
+    from serve_support import RayServe
+
+    harness = RayServe()
+    try:
+        yield harness
+    finally:
+        harness.close()
+
+
 def play(policy, env, T):
     """Arms chosen by ``policy`` over ``T`` rounds of ``env`` (the runner without timing)."""
     arms = []

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from deepbandits.client import ServiceClient
 from deepbandits.errors import ServiceError
@@ -189,3 +190,14 @@ class Served:
     def kill(self) -> None:
         os.kill(self.process.pid, signal.SIGKILL)
         assert self.process.wait(30) == -signal.SIGKILL
+
+
+def arrow_stream(
+    table: pa.Table, compression: str | None = None, chunk: int | None = None
+) -> bytes:
+    """``table`` as an Arrow IPC stream (compressed buffers, batches of ``chunk`` rows)."""
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+        writer.write_table(table, max_chunksize=chunk)
+    return bytes(sink.getvalue())

@@ -16,7 +16,7 @@ import pytest
 import deepbandits as db
 from deepbandits.client import ServiceClient
 from deepbandits.serve import arrow
-from serve_support import LINUCB, RayServe, running, serving
+from serve_support import LINUCB, running, serving
 
 JSON = {"content-type": "application/json"}
 X = np.arange(12, dtype=np.float64).reshape(4, 3) / 10
@@ -34,15 +34,6 @@ BACKENDS = [
         ),
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def ray_serve():
-    harness = RayServe()
-    try:
-        yield harness
-    finally:
-        harness.close()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -16,7 +16,7 @@ import pytest
 import deepbandits as db
 from deepbandits.serve import arrow
 from deepbandits.serve.state import ServiceState
-from serve_support import LINUCB, running
+from serve_support import LINUCB, arrow_stream, running
 
 K, D, B = 4, 5, 12
 ARROW = {"content-type": arrow.MEDIA_TYPE}
@@ -124,14 +124,6 @@ def test_the_openapi_page_documents_the_arrow_form(tmp_path):
         assert arrow.MEDIA_TYPE in operation["responses"]["200"]["content"]
 
 
-def stream(table: pa.Table, compression: str | None = None, chunk: int | None = None) -> bytes:
-    sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression=compression)
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table, max_chunksize=chunk)
-    return bytes(sink.getvalue())
-
-
 def test_offsets_that_run_backwards_are_refused_and_the_process_lives(tmp_path):
     # a mask whose list offsets run backwards: pyarrow read it outside its buffer (SIGSEGV)
     X, _ = requests(3)
@@ -162,7 +154,7 @@ def test_offsets_that_run_backwards_are_refused_and_the_process_lives(tmp_path):
 def test_the_decompressed_size_is_what_pyarrow_decodes(compression, chunk):
     X, masks = requests(4)
     table = arrow.read_table(arrow.requests_table(X, masks))
-    body = stream(table, compression, chunk)
+    body = arrow_stream(table, compression, chunk)
     reader = pa.ipc.MessageReader.open_stream(body)
     schema = pa.ipc.read_schema(reader.read_next_message())
     batches = 0
@@ -181,7 +173,7 @@ def test_a_buffer_stored_uncompressed_in_a_compressed_stream_is_counted():
     # Arrow marks a buffer it stored uncompressed (no gain) with the length -1
     X = np.random.default_rng(5).integers(-(2**62), 2**62, (B, K, D))  # incompressible
     rows = pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), D)
-    body = stream(pa.table({"contexts": pa.FixedSizeListArray.from_arrays(rows, K)}), "zstd")
+    body = arrow_stream(pa.table({"contexts": pa.FixedSizeListArray.from_arrays(rows, K)}), "zstd")
     raw = X.tobytes()
     start = body.index(struct.pack("<q", len(raw)) + b"\x28\xb5\x2f\xfd")  # zstd's magic
     stored = body[:start] + struct.pack("<q", -1) + raw + body[start + 8 + len(raw) :]
@@ -195,7 +187,9 @@ def test_a_buffer_stored_uncompressed_in_a_compressed_stream_is_counted():
 
 def test_a_compressed_bomb_is_refused_before_anything_is_decompressed():
     zeros = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(2**22)), 2**8)
-    body = stream(pa.table({"contexts": pa.FixedSizeListArray.from_arrays(zeros, 2**6)}), "zstd")
+    body = arrow_stream(
+        pa.table({"contexts": pa.FixedSizeListArray.from_arrays(zeros, 2**6)}), "zstd"
+    )
     assert len(body) < 20_000  # 32 MiB once decompressed
     pool = pa.proxy_memory_pool(pa.default_memory_pool())  # counts what pyarrow allocates
     default = pa.default_memory_pool()
@@ -224,7 +218,7 @@ def test_streams_of_other_messages_or_types_are_refused():
         pa.fixed_shape_tensor(pa.float64(), (K, D)),
         pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(K * D)), K * D),
     )
-    with_dictionary = stream(pa.table({"contexts": dictionary_values}))
+    with_dictionary = arrow_stream(pa.table({"contexts": dictionary_values}))
     dictionary_batch = with_dictionary[with_dictionary.index(b"\xff\xff\xff\xff", 8) :]
     cases = [
         (b"", db.InputValueError, f"{words}: it holds no schema"),
@@ -235,10 +229,10 @@ def test_streams_of_other_messages_or_types_are_refused():
             "it holds a schema message after its schema",
         ),
         (body[:schema_end] + dictionary_batch, db.InputValueError, "a dictionary message after"),
-        (stream(dictionary), db.InputTypeError, "contexts must be a list of K rows"),
+        (arrow_stream(dictionary), db.InputTypeError, "contexts must be a list of K rows"),
         (with_dictionary, db.InputTypeError, "contexts must hold numbers, but they hold dict"),
-        (stream(pa.table({"contexts": [{"a": 1.0}]})), db.InputTypeError, "it is struct"),
-        (stream(pa.table({"contexts": tensor})), db.InputTypeError, "it is extension<"),
+        (arrow_stream(pa.table({"contexts": [{"a": 1.0}]})), db.InputTypeError, "it is struct"),
+        (arrow_stream(pa.table({"contexts": tensor})), db.InputTypeError, "it is extension<"),
     ]
     for case, error, message in cases:
         with pytest.raises(error, match=message):
@@ -249,13 +243,13 @@ def test_a_compressed_body_decides_and_a_bomb_is_413(tmp_path):
     X, masks = requests(7)
     plain = arrow.requests_table(X, masks)
     zeros = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(2**14 * D)), D)
-    bomb = stream(pa.table({"contexts": pa.FixedSizeListArray.from_arrays(zeros, K)}), "zstd")
+    bomb = arrow_stream(pa.table({"contexts": pa.FixedSizeListArray.from_arrays(zeros, K)}), "zstd")
     with running(tmp_path / "s", LINUCB, max_body_bytes=2**16) as (state, client):
         answer = post(client, bomb)
         assert answer.status_code == 413, answer.text
         assert answer.json()["error"] == "PayloadTooLargeError"
         assert state.log.seq == 0
-        answer = post(client, stream(arrow.read_table(plain), "lz4"))
+        answer = post(client, arrow_stream(arrow.read_table(plain), "lz4"))
         assert answer.status_code == 200, answer.text
         arms = arrow.read_table(answer.content).column("arm").to_pylist()
     with running(tmp_path / "p", LINUCB) as (_, client):

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import deepbandits as db
 from deepbandits.serve import arrow
 from deepbandits.serve.state import ServiceState
-from serve_support import LINUCB, running
+from serve_support import LINUCB, arrow_stream, running
 
 K, D = 4, 3
 #: The service's body limit: a 10**5-feature request passes it, the compressed bombs do not.
@@ -238,17 +238,9 @@ def json_cases() -> Iterator[Case]:
         yield Case(f"{reward}:reward-truncated-{n}", reward, good_reward[:n])
 
 
-def stream(table: pa.Table, compression: str | None = None, chunk: int | None = None) -> bytes:
-    sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression=compression)
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table, max_chunksize=chunk)
-    return bytes(sink.getvalue())
-
-
 def patched(table: pa.Table, old: list[int], new: list[int]) -> bytes:
     """The stream of ``table`` with its one run of int32 ``old`` (offsets) replaced by ``new``."""
-    body = stream(table)
+    body = arrow_stream(table)
     pattern = np.array(old, np.int32).tobytes()
     assert body.count(pattern) == 1
     return body.replace(pattern, np.array(new, np.int32).tobytes())
@@ -269,11 +261,11 @@ def contexts_array(B: int, K: int = K, d: int = 2, seed: int = 0) -> pa.Array:
 def arrow_cases() -> Iterator[Case]:
     """At least 100 Arrow bodies, malformed in one way each."""
     rng = random.Random(1)
-    base = stream(pa.table({"contexts": contexts_array(3)}))
+    base = arrow_stream(pa.table({"contexts": contexts_array(3)}))
     masked = pa.table(
         {"contexts": contexts_array(6), "mask": pa.array([[True, False, True, True]] * 6)}
     )
-    compressed = stream(masked, "zstd", chunk=2)
+    compressed = arrow_stream(masked, "zstd", chunk=2)
     bodies: dict[str, bytes] = {
         "empty": b"",
         "garbage-short": b"\xff\xff\xff\xff",
@@ -298,7 +290,7 @@ def arrow_cases() -> Iterator[Case]:
             bodies[f"{name}-bit-{position}-{bit}"] = bytes(flipped)
 
     def table(**columns: Any) -> bytes:
-        return stream(pa.table(columns))
+        return arrow_stream(pa.table(columns))
 
     rows = [[[0.1, 0.2, 0.3]] * K]  # one valid request of the primed shape
     float_rows = pa.list_(pa.list_(pa.float64()))
@@ -315,7 +307,7 @@ def arrow_cases() -> Iterator[Case]:
         "column-context": table(context=rows),
         "column-Contexts": table(Contexts=rows),
         "extra-column": table(contexts=rows, x=[1]),
-        "duplicate-contexts": stream(
+        "duplicate-contexts": arrow_stream(
             pa.Table.from_arrays([pa.array(rows), pa.array(rows)], ["contexts", "contexts"])
         ),
         "mask-only": table(mask=[[True] * K]),
@@ -356,7 +348,7 @@ def arrow_cases() -> Iterator[Case]:
         "zero-features": table(contexts=pa.array([[[]] * K], float_rows)),
         "zero-rows": table(contexts=pa.array([], float_rows)),
         "schema-only": schema_only(pa.schema({"contexts": float_rows})),
-        "many-empty-batches": stream(
+        "many-empty-batches": arrow_stream(
             pa.Table.from_batches([pa.record_batch({"contexts": pa.array([], float_rows)})] * 200)
         ),
         "nan": table(contexts=[[[float("nan")] * D] * K]),
@@ -392,9 +384,9 @@ def arrow_cases() -> Iterator[Case]:
     # compressed bombs: a few KiB that decompress above the limit
     zeros = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(64 * 64 * 64)), 64)
     zeros = pa.table({"contexts": pa.FixedSizeListArray.from_arrays(zeros, 64)})  # 2 MiB
-    bodies["bomb-zstd"] = stream(zeros, "zstd")
-    bodies["bomb-lz4"] = stream(zeros, "lz4")
-    bodies["bomb-zstd-batches"] = stream(zeros.slice(0, 40), "zstd", chunk=1)
+    bodies["bomb-zstd"] = arrow_stream(zeros, "zstd")
+    bodies["bomb-lz4"] = arrow_stream(zeros, "lz4")
+    bodies["bomb-zstd-batches"] = arrow_stream(zeros.slice(0, 40), "zstd", chunk=1)
     for name, body in bodies.items():
         yield Case(f"arrow:{name}", "/v1/decide_batch", body, arrow.MEDIA_TYPE)
 

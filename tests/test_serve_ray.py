@@ -21,7 +21,7 @@ import pytest
 import deepbandits as db
 from deepbandits.client import ServiceClient
 from deepbandits.errors import UnknownDecisionError
-from serve_support import RayServe, contexts_stream, reward_of
+from serve_support import contexts_stream, reward_of
 
 try:
     import ray
@@ -35,15 +35,6 @@ pytestmark = pytest.mark.skipif(
 SPEC = "linucb:reward_range=[0,1],seed=11"
 
 
-@pytest.fixture(scope="module")
-def ray_serve():
-    harness = RayServe()
-    try:
-        yield harness
-    finally:
-        harness.close()
-
-
 @pytest.fixture
 def served(ray_serve, tmp_path):
     root = tmp_path / "state"
@@ -51,7 +42,7 @@ def served(ray_serve, tmp_path):
         yield root, client.url
 
 
-def replica_ridge(ray_serve: RayServe, i: int) -> dict:
+def replica_ridge(ray_serve, i: int) -> dict:
     return ray_serve.replica(i).ridge.remote().result()
 
 

@@ -69,8 +69,7 @@ class ContextScale:
             or not np.isfinite(max_ratio)
         ):
             raise InputValueError(
-                f"max_context_ratio must be a finite number > 1 or None, but {max_ratio!r} is "
-                "given"
+                f"max_context_ratio must be a finite number > 1 or None, but {max_ratio!r} is given"
             )
         self.max_ratio = max_ratio
         self.largest = float(largest)
