@@ -254,3 +254,17 @@ def test_a_compressed_body_decides_and_a_bomb_is_413(tmp_path):
         arms = arrow.read_table(answer.content).column("arm").to_pylist()
     with running(tmp_path / "p", LINUCB) as (_, client):
         assert arrow.read_table(post(client, plain).content).column("arm").to_pylist() == arms
+
+
+def test_an_answer_with_offsets_that_run_backwards_is_refused_by_the_reader():
+    """The client reads the service's Arrow answers with ``read_table``: a malformed one (a
+    hostile or broken server) is the library's error, not a read out of bounds."""
+    table = pa.table(
+        {"mask": pa.array([[True] * 4, [False] * 4, [True] * 4], pa.list_(pa.bool_()))}
+    )
+    body = bytearray(arrow_stream(table))
+    offsets = np.array([0, 4, 8, 12], dtype=np.int32).tobytes()
+    at = bytes(body).rfind(offsets)
+    body[at : at + 16] = np.array([0, 4, -100000, 12], dtype=np.int32).tobytes()
+    with pytest.raises(db.InputValueError, match="not a valid Arrow IPC stream"):
+        arrow.read_table(bytes(body))

@@ -328,8 +328,15 @@ def requests_table(contexts: NDArray[np.float64], masks: list[Any] | None = None
 
 
 def read_table(body: bytes) -> pa.Table:
-    """The table of an Arrow IPC stream."""
-    return pa.ipc.open_stream(body).read_all()
+    """The table of an Arrow IPC stream (the client's reading of an answer), validated in full
+    before it is returned: a malformed stream raises
+    :class:`~deepbandits.errors.InputValueError` rather than crash whoever reads it."""
+    try:
+        table = pa.ipc.open_stream(body).read_all()
+        table.validate(full=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputValueError(f"the body is not a valid Arrow IPC stream: {exc}") from None
+    return table
 
 
 def to_stream(table: pa.Table) -> bytes:
