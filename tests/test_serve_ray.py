@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import socket
 import sqlite3
+import subprocess
+import sys
+import time
 from contextlib import closing
 
 import httpx
@@ -124,3 +129,33 @@ def listening_addresses(port: int) -> list[str]:
 def test_ray_runs_with_token_authentication_and_serves_http_on_loopback_only(ray_serve, served):
     assert os.environ.get("RAY_AUTH_MODE") == "token"  # Ray's own gRPC ports need the token
     assert listening_addresses(ray_serve.port) == ["127.0.0.1"]
+
+
+def test_sigterm_stops_the_command_with_a_checkpoint_of_every_replica(tmp_path):
+    """``deepbandits serve --backend ray`` as a process: SIGTERM (after Ray installed a handler
+    of its own, which ends the process at once) stops the replicas, each writing a checkpoint
+    that holds every event it logged."""
+    state, err = tmp_path / "state", tmp_path / "serve.err"
+    argv = [sys.executable, "-m", "deepbandits", "serve", "--backend", "ray", "--replicas", "2"]
+    argv += ["--policy", SPEC, "--state", str(state), "--port", "0", "--merge-every", "0"]
+    with open(err, "w") as stream:
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stream)
+    try:
+        deadline = time.monotonic() + 180
+        while not (found := re.search(r"on (http://127\.0\.0\.1:\d+) \(merge", err.read_text())):
+            assert process.poll() is None and time.monotonic() < deadline, err.read_text()[-3000:]
+            time.sleep(0.2)
+        with ServiceClient(found[1]) as client:
+            play(client, 5, 6)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0, err.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "each replica wrote a checkpoint" in err.read_text()
+    for i in range(2):
+        folder = state / f"replica-{i}"
+        sidecars = sorted((folder / "checkpoints").glob("ckpt-*.json"))
+        with closing(sqlite3.connect(f"file:{folder / 'events.sqlite'}?mode=ro", uri=True)) as c:
+            last = c.execute("SELECT MAX(seq) FROM events").fetchone()[0]
+        assert last > 0 and json.loads(sidecars[-1].read_text())["seq"] == last

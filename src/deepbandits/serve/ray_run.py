@@ -94,8 +94,9 @@ def serve_ray(args: argparse.Namespace) -> int:
         options=options,
     )
     address = args.address or os.environ.get("RAY_ADDRESS") or None
-    signal.signal(signal.SIGTERM, _interrupt)  # from here on, Ray is stopped on the way out
     ray.init(**ray_init_options(args.host, address))
+    # after ray.init, which installs a SIGTERM handler of its own that ends the process at once
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         # a free port chosen once Ray's own processes hold theirs
         port = args.port or _free_port(args.host)
