@@ -450,10 +450,12 @@ def noop_server() -> None:
     import ray
     from ray import serve
 
-    from deepbandits.serve.ray_app import ACTOR_OPTIONS
+    from deepbandits.serve.ray_app import ACTOR_OPTIONS, LOGGING
     from deepbandits.serve.ray_run import ray_init_options
 
-    @serve.deployment(max_ongoing_requests=1024, ray_actor_options=ACTOR_OPTIONS)
+    @serve.deployment(
+        max_ongoing_requests=1024, ray_actor_options=ACTOR_OPTIONS, logging_config=LOGGING
+    )
     @serve.ingress()
     class Noop:
         def __serve_build_asgi_app__(self) -> Any:
@@ -466,7 +468,7 @@ def noop_server() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        serve.start(http_options={"host": "127.0.0.1", "port": port}, logging_config=LOGGING)
         serve.run(Noop.bind(), name="noop", route_prefix="/")
         print(f"no-op on http://127.0.0.1:{port} (Ray Serve)", file=sys.stderr, flush=True)
         while not stop:

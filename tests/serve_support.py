@@ -79,11 +79,12 @@ class RayServe:
         import ray
         from ray import serve
 
+        from deepbandits.serve.ray_app import LOGGING
         from deepbandits.serve.ray_run import ray_init_options
 
         ray.init(num_cpus=2, log_to_driver=False, **ray_init_options("127.0.0.1", None))
         self.port = free_port()
-        serve.start(http_options={"host": "127.0.0.1", "port": self.port})
+        serve.start(http_options={"host": "127.0.0.1", "port": self.port}, logging_config=LOGGING)
         self.url = f"http://127.0.0.1:{self.port}"
 
     @contextmanager

@@ -99,9 +99,18 @@ ACTOR_OPTIONS: dict[str, Any] = {
     "num_cpus": 0,
     "runtime_env": {"env_vars": {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}},
 }
+#: Ray Serve's logging of the deployments and of its proxy: warnings only, no line per request
+#: (the service counts requests in its metrics; a log line per request and per hop cost CPU
+#: that the two-core measurements of benchmarks/serve_load.py need for answering).
+LOGGING = {"enable_access_log": False, "log_level": "WARNING"}
 
 
-@serve.deployment(num_replicas=1, max_ongoing_requests=256, ray_actor_options=ACTOR_OPTIONS)
+@serve.deployment(
+    num_replicas=1,
+    max_ongoing_requests=256,
+    ray_actor_options=ACTOR_OPTIONS,
+    logging_config=LOGGING,
+)
 class PolicyReplica:
     """Replica ``index``: a :class:`ReplicaState` on ``STATE/replica-<index>``; its answers
     carry ids ``"<index>:<id>"``."""
@@ -374,7 +383,12 @@ class RayBackend:
                 LOG.warning("a merge round failed: %s", exc)
 
 
-@serve.deployment(num_replicas=1, max_ongoing_requests=1024, ray_actor_options=ACTOR_OPTIONS)
+@serve.deployment(
+    num_replicas=1,
+    max_ongoing_requests=1024,
+    ray_actor_options=ACTOR_OPTIONS,
+    logging_config=LOGGING,
+)
 @serve.ingress()
 class Ingress:
     """The HTTP API (:func:`~deepbandits.serve.app.create_app`) over a :class:`RayBackend`."""

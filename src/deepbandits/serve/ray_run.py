@@ -69,7 +69,7 @@ def serve_ray(args: argparse.Namespace) -> int:
         raise InputValueError(
             '--backend ray needs Ray Serve: pip install "deepbandits[ray]"'
         ) from None
-    from deepbandits.serve.ray_app import build_app
+    from deepbandits.serve.ray_app import LOGGING, build_app
 
     if args.checkpoint is not None:
         raise InputValueError("--backend ray serves a --policy SPEC; --checkpoint is not supported")
@@ -101,7 +101,7 @@ def serve_ray(args: argparse.Namespace) -> int:
         # a free port chosen once Ray's own processes hold theirs
         port = args.port or _free_port(args.host)
         try:
-            serve.start(http_options={"host": args.host, "port": port})
+            serve.start(http_options={"host": args.host, "port": port}, logging_config=LOGGING)
         except Exception as exc:  # Serve's proxy reports a failed bind as its own error
             raise InputValueError(
                 f"Ray Serve cannot listen on {args.host}:{port} ({exc.__class__.__name__}; "
