@@ -36,7 +36,7 @@ def largest_value(contexts: Any) -> float | None:
         return None if not values or None in values else max(values)  # type: ignore[type-var]
     if not isinstance(contexts, np.ndarray) or contexts.size == 0 or contexts.dtype.kind != "f":
         return None
-    largest = float(np.max(np.abs(contexts)))
+    largest = max(float(contexts.max()), -float(contexts.min()))  # no |x| array made
     return largest if np.isfinite(largest) else None
 
 
