@@ -1,7 +1,7 @@
 """The HTTP API of a decision service (FastAPI; its OpenAPI page at ``/docs``), written once
 over a :class:`~deepbandits.serve.backend.Backend`: one process
 (:class:`~deepbandits.serve.backend.LocalBackend`) or replicas on Ray Serve
-(:class:`~deepbandits.serve.ray_app.RayBackend`) answer the same routes the same way.
+(:class:`~deepbandits.serve.ray_backend.RayBackend`) answer the same routes the same way.
 
 ===================== ======================================================================
 ``POST /v1/decide``        ``{"contexts": [[...], ...], "mask": [...]?}`` → a decision

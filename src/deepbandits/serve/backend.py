@@ -7,7 +7,7 @@ answers behind it. Two backends exist:
 
 * :class:`LocalBackend`: one :class:`~deepbandits.serve.state.ServiceState` in this process
   (``deepbandits serve``);
-* :class:`~deepbandits.serve.ray_app.RayBackend`: replicas on Ray Serve, each with its own
+* :class:`~deepbandits.serve.ray_backend.RayBackend`: replicas on Ray Serve, each with its own
   state folder, sharing what they learn by merge rounds (``deepbandits serve --backend ray``).
 
 A backend raises the library's errors (:mod:`deepbandits.errors`); the API turns them into
