@@ -16,7 +16,7 @@ import pytest
 
 import deepbandits as db
 from deepbandits.client import ServiceClient
-from deepbandits.serve import log as event_log
+from deepbandits.serve import logfile
 from deepbandits.serve.events import decision_body, rng_json, row_crc
 from deepbandits.serve.export import log_table, logged_ids
 from deepbandits.serve.state import ServiceState
@@ -140,10 +140,10 @@ def write_format_1(folder, X, masks) -> list[db.Decision]:
     reward = json.dumps({"reward": 0.25, "reward_range": None, "sigma2": None})
     rows.append(("reward", decisions[-1].time, decisions[0].id, 0, reward))
     with closing(sqlite3.connect(folder / "events.sqlite")) as conn:
-        conn.executescript(event_log.SCHEMA)
+        conn.executescript(logfile.SCHEMA)
         conn.execute("INSERT INTO meta VALUES ('format', '1'), ('created', '0.0')")
         conn.executemany(
-            event_log.INSERT,
+            logfile.INSERT,
             [(seq, *row, row_crc(seq, *row)) for seq, row in enumerate(rows, start=1)],
         )
         conn.commit()

@@ -15,6 +15,7 @@ import pytest
 import deepbandits as db
 from deepbandits.cli import main
 from deepbandits.serve import log as event_log
+from deepbandits.serve import logfile
 from deepbandits.serve.export import export_log, log_table
 from deepbandits.serve.state import ServiceState
 from serve_support import LINUCB, contexts_stream, reward_of
@@ -146,7 +147,7 @@ def test_sqlite_damage_is_salvaged_past_an_unreadable_page(tmp_path):
     page = data.index(b"MARK00150") // page_size
     data[page * page_size : page * page_size + 8] = b"\xff" * 8  # not a b-tree page any more
     path.write_bytes(bytes(data))
-    assert event_log.problem_of(path) is not None
+    assert logfile.problem_of(path) is not None
     log = event_log.EventLog(path)
     try:
         kept = [e.seq for e in log.read()]

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import pytest
 
 from deepbandits.serve import log as event_log
+from deepbandits.serve import logfile
 
 
 def rows_in_database_file(path, tmp_path):
@@ -104,5 +105,5 @@ def test_damaged_rows_are_set_aside_whatever_the_damage(tmp_path):
 
 
 def test_numbers_lists_the_first_twenty():
-    assert event_log.numbers([3, 4]) == "3, 4"
-    assert event_log.numbers(range(1, 31)) == ", ".join(map(str, range(1, 21))) + ", ..."
+    assert logfile.numbers([3, 4]) == "3, 4"
+    assert logfile.numbers(range(1, 31)) == ", ".join(map(str, range(1, 21))) + ", ..."

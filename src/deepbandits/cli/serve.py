@@ -215,7 +215,7 @@ def export_log_command(args: argparse.Namespace) -> int:
     """``deepbandits export-log``: the state folder's decisions and rewards as one table (its
     intact events; those left out as damaged are listed)."""
     from deepbandits.serve.export import export_log
-    from deepbandits.serve.log import numbers
+    from deepbandits.serve.logfile import numbers
 
     table = export_log(args.state, args.out, args.format)
     rewarded = int(table["reward"].notna().sum())

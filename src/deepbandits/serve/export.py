@@ -42,7 +42,7 @@ from deepbandits.errors import EventLogError, InputValueError
 from deepbandits.serve.batches import KIND as BATCH
 from deepbandits.serve.batches import batch_ids, read_batch, request_masks
 from deepbandits.serve.events import Event
-from deepbandits.serve.log import checked, connect, log_format, problem_of, set_aside_in
+from deepbandits.serve.logfile import checked, connect, log_format, problem_of, set_aside_in
 from deepbandits.serve.store import LOG_FILE
 
 FORMATS = ("parquet", "csv")

@@ -20,7 +20,7 @@ decision was damaged) is set aside too, with a note naming both; an event that d
 the policy for any other reason raises :class:`~deepbandits.errors.EventLogError`.
 
 A state folder has an id (``service.json``'s ``id``, a UUID4), which its log records with the
-policy it serves (:class:`~deepbandits.serve.log.Owner`): :func:`open_log` refuses the log of
+policy it serves (:class:`~deepbandits.serve.logfile.Owner`): :func:`open_log` refuses the log of
 another folder. A folder made by an older version, without an id, takes one once: it is first
 written to ``service.json`` marked ``adopting``, then into the log, then the mark is removed, so
 that a start stopped halfway takes it up again.
@@ -48,7 +48,8 @@ from deepbandits.errors import (
 from deepbandits.policies import Decision, Policy, load_policy, make_policy
 from deepbandits.serve import batches
 from deepbandits.serve.events import Event, decision_of
-from deepbandits.serve.log import EventLog, Owner, numbers
+from deepbandits.serve.log import EventLog
+from deepbandits.serve.logfile import Owner, numbers
 from deepbandits.serve.scale import largest_value
 from deepbandits.serve.store import StateFolder, policy_bytes, sha256
 from deepbandits.specs import parse_spec

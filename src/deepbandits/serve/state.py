@@ -35,7 +35,8 @@ from deepbandits.policies.evaluation import Learned
 from deepbandits.policies.parts.trainer import TrainingJob
 from deepbandits.serve import batches, recovery, training
 from deepbandits.serve.events import decision_body, network_body, reward_body, rng_json
-from deepbandits.serve.log import DURABILITY, EventLog
+from deepbandits.serve.log import EventLog
+from deepbandits.serve.logfile import DURABILITY
 from deepbandits.serve.recovery import as_float_array
 from deepbandits.serve.scale import MAX_CONTEXT_RATIO, ContextScale
 from deepbandits.serve.store import StateFolder, policy_bytes
