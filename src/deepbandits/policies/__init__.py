@@ -10,7 +10,7 @@ Every registry name is a :class:`Recipe` that builds one (``LinUCB(alpha=0.1)`` 
 from __future__ import annotations
 
 from deepbandits.policies.bootstrapped import BootstrappedNN
-from deepbandits.policies.decision import Decision, PendingDecisions
+from deepbandits.policies.decision import Decision
 from deepbandits.policies.evaluation import Evaluation, Learned, Observation
 from deepbandits.policies.kernel_ucb import KernelUCB
 from deepbandits.policies.neural_ucb import NeuralGradientBandit
@@ -31,6 +31,7 @@ from deepbandits.policies.parts import (
     Thompson,
     Trainer,
 )
+from deepbandits.policies.pending import PendingDecisions
 from deepbandits.policies.policy import Policy
 from deepbandits.policies.recipes import builtin_recipes
 from deepbandits.policies.registry import (

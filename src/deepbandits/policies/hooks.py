@@ -16,8 +16,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits.encoding import BlockContexts, Contexts
-from deepbandits.policies.decision import PendingDecisions
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation
+from deepbandits.policies.pending import PendingDecisions
 
 Array = NDArray[np.float64]
 

@@ -22,7 +22,6 @@ from deepbandits._validation import check_unknown_keys
 from deepbandits.encoding import BlockContexts, Contexts, check_contexts
 from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.policies import acting, checkpoint, learning, merging
-from deepbandits.policies.decision import PendingDecisions
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation, arm_context
 from deepbandits.policies.params import (
     COMMON_SPECS,
@@ -32,6 +31,7 @@ from deepbandits.policies.params import (
     check_search_space,
     merge_specs,
 )
+from deepbandits.policies.pending import PendingDecisions
 from deepbandits.policies.space import Param
 
 if TYPE_CHECKING:
