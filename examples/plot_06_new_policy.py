@@ -43,16 +43,16 @@ print("greedy on [x, x²]:", round(greedy.final_regret, 1))
 # %%
 # As a registered name with a keyword of its own (α, declared with the UCB part's spec).
 
-register_policy(
+QuadraticUCB = register_policy(
     "quadratic-ucb",
     Recipe(
         "quadratic-ucb",
         "LinUCB on [x, x²]",
         specs={"alpha": db.policies.UCB.specs["alpha"]},
         defaults={"alpha": 0.1},
-        factory=lambda p, options: RidgeUCB(
-            features=SquaredFeatures(), explore=db.policies.UCB(p["alpha"]), **options
-        ),
+        base=RidgeUCB,
+        compose=lambda p: {"features": SquaredFeatures(), "explore": db.policies.UCB(p["alpha"])},
+        class_name="QuadraticUCB",
     ),
 )
 env = db.make_env("h1", seed=0)

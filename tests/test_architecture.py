@@ -13,6 +13,7 @@ import deepbandits as db
 from deepbandits.policies import (
     POLICIES,
     IdentityFeatures,
+    NamedPolicy,
     NetworkFeatures,
     RangeBound,
     RidgeHead,
@@ -43,7 +44,8 @@ def test_the_readme_example_composes_a_policy_that_plays_saves_and_loads(tmp_pat
         composed = namespace["policy"]
         assert composed.head.lam == 1.0 and composed.t_ == 0  # set_params reached the part
         policy = db.make_policy("quadratic-ucb", seed=0)
-        assert type(policy) is RidgeUCB and policy.get_params()["alpha"] == 0.1
+        assert type(policy) is namespace["QuadraticUCB"] and isinstance(policy, RidgeUCB)
+        assert policy.get_params()["alpha"] == 0.1 and repr(policy) == "QuadraticUCB(seed=0)"
         X = np.random.default_rng(0).standard_normal((4, 3))
         d = policy.decide(X)
         np.testing.assert_allclose(d.features, np.concatenate([X[d.arm], X[d.arm] ** 2]))
@@ -59,18 +61,41 @@ def test_the_readme_example_composes_a_policy_that_plays_saves_and_loads(tmp_pat
 
 def test_register_policy_refuses_bad_names_and_recipes():
     with pytest.raises(db.InputValueError, match="lower-case"):
-        register_policy("My Policy", db.LinUCB)
+        register_policy("My Policy", POLICIES["linucb"])
     with pytest.raises(db.InputTypeError, match="Recipe"):
-        register_policy("thing", dict)  # type: ignore[arg-type]
+        register_policy("thing", db.LinUCB)  # type: ignore[arg-type]
+    with pytest.raises(db.InputValueError, match="own name"):
+        register_policy("thing", POLICIES["linucb"])
     with pytest.raises(db.InputValueError, match="taken"):
-        register_policy("linucb", db.LinUCB)
+        register_policy("linucb", POLICIES["linucb"])
 
 
 @pytest.mark.parametrize("name", list(POLICIES))
-def test_every_registry_name_has_at_most_two_classes_in_its_chain(name):
-    policy = db.make_policy(name)
-    chain = [c for c in type(policy).__mro__ if c.__module__.startswith("deepbandits")]
-    assert len(chain) <= 2 and chain[-1] is Policy, chain
+def test_every_registry_name_is_one_policy_class_and_at_most_its_keywords(name):
+    """A variant is a recipe, not a subclass: between a name's class and Policy stands at most
+    the class that implements the hooks, and a name's own class adds only its keywords."""
+    cls = type(db.make_policy(name))
+    chain = [
+        c
+        for c in cls.__mro__
+        if c.__module__.startswith("deepbandits")
+        and c not in Policy.__mro__
+        and c is not NamedPolicy
+    ]
+    assert len(chain) <= 2 and issubclass(cls, Policy), chain
+    if len(chain) == 2:
+        assert issubclass(cls, NamedPolicy) and set(vars(cls)) - {
+            "_abc_impl",
+            "__abstractmethods__",
+        } <= {
+            "recipe",
+            "__doc__",
+            "__module__",
+            "__qualname__",
+            "__signature__",
+            "param_specs",
+            "_own_specs",
+        }
 
 
 def test_the_ridge_family_is_a_composition_of_parts():
@@ -88,8 +113,9 @@ def test_the_ridge_family_is_a_composition_of_parts():
 
 
 def test_state_dict_is_the_union_of_the_parts_and_nested_params_reach_them():
-    policy = db.make_policy("neural-sigma2-linucb", hidden=8, feature_dim=4, seed=0)
-    policy.update(np.ones((3, 5)), 0, 0.5, reward_range=(0.0, 1.0))
+    parts = db.make_policy("neural-sigma2-linucb", hidden=8, feature_dim=4, seed=0).parts
+    policy = RidgeUCB(**parts, reward_range=(0.0, 1.0), seed=0)
+    policy.update(np.ones((3, 5)), 0, 0.5)
     state = policy.state_dict()["state"]
     assert {"features", "head", "variance", "explore", "trainer"} <= set(state)
     assert set(state["head"]) == set(policy.head.state_dict())

@@ -32,7 +32,7 @@ CLASSES = list(POLICIES.items())
 @pytest.mark.parametrize("name", db.policy_names())
 def test_every_parameter_of_every_policy_has_a_spec_and_its_default_fits(name):
     policy = db.make_policy(name)
-    specs = policy.recipe_.param_specs
+    specs = policy.param_specs
     assert set(policy.get_params()) == set(specs)
     for key, default in policy.get_params().items():
         assert accepts(specs[key], default), (name, key, default)
@@ -102,7 +102,10 @@ def test_check_param_returns_the_value_to_store():
     assert check_param("a", LinUCB.param_specs["reward_range"], [0, 1]) == (0.0, 1.0)
     assert check_param("a", LinUCB.param_specs["alpha"], "theory") == "theory"
     assert check_param("a", SEED_SPEC, None) is None
-    assert db.make_policy("linucb", reward_range=[0, 2]).get_params()["reward_range"] == (0, 2)
+    given = [0, 2]  # scikit-learn's convention: parameters are kept as given, checked on use
+    policy = db.make_policy("linucb", reward_range=given)
+    assert policy.get_params()["reward_range"] is given
+    assert policy._reward_range == (0.0, 2.0)
 
 
 @pytest.mark.parametrize(("name", "cls"), CLASSES, ids=[c[0] for c in CLASSES])
@@ -129,7 +132,7 @@ def test_search_spaces_lie_within_the_specs(name, cls):
 )
 def test_a_search_space_outside_its_spec_is_refused_when_the_recipe_is_defined(space, message):
     with pytest.raises(db.InputValueError, match=message):
-        dataclasses.replace(LinUCB, search_space=space)
+        dataclasses.replace(POLICIES["linucb"], search_space=space)
 
 
 # ---------------------------------------------------------------------------- property tests

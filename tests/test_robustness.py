@@ -147,7 +147,7 @@ def test_every_bad_call_is_refused_and_changes_nothing(name, params):
 
 
 #: Attributes a user may read of any policy (getters and fitted attributes).
-GETTERS = ("n_features_in_", "t_", "n_trainings_", "ridge_", "network_", "recipe_")
+GETTERS = ("n_features_in_", "t_", "n_trainings_", "ridge_", "network_", "parts")
 
 
 def read_only_calls(policy: db.Policy, d: int) -> list[tuple[str, Any]]:

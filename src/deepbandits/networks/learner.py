@@ -32,7 +32,8 @@ from deepbandits.networks.training import LOSSES, train_feature_map
 DEFAULT_MAX_HISTORY = 100_000
 
 #: Parameters every neural policy accepts, with their defaults (documented in
-#: :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`).
+#: :class:`~deepbandits.policies.parts.NetworkFeatures`, the network, and
+#: :class:`~deepbandits.policies.parts.Trainer`, its training).
 NETWORK_PARAMS: dict[str, Any] = {
     "network": "mlp",
     "hidden": 100,

@@ -5,7 +5,8 @@ the effective sample size, in one table.
 library) and the estimators; it fits the cross-fitted reward model when a model-based
 estimator is asked for (:mod:`~deepbandits.ope.reward_model`), builds the term table
 (:mod:`~deepbandits.ope.estimators`), resamples it (:mod:`~deepbandits.ope.bootstrap`) and
-checks the support (:mod:`~deepbandits.ope.support`, a :class:`SupportWarning` per problem).
+checks the support (:mod:`~deepbandits.ope.support`, a
+:class:`~deepbandits.ope.support.SupportWarning` per problem).
 """
 
 from __future__ import annotations

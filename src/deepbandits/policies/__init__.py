@@ -3,8 +3,9 @@ registry of names.
 
 A policy is a composition: :class:`RidgeUCB` takes a feature map, a ridge head, a variance source,
 an exploration rule and (for neural features) a trainer (:mod:`deepbandits.policies.parts`).
-Every registry name is a :class:`Recipe` that builds one (``LinUCB(alpha=0.1)`` is
-``make_policy("linucb", alpha=0.1)``); :data:`CONFIGURATIONS` are named settings of them.
+Every registry name is a :class:`Recipe` whose class takes the name's keywords and builds the
+composition they describe (``LinUCB(alpha=0.1)`` is ``make_policy("linucb", alpha=0.1)``);
+:data:`CONFIGURATIONS` are named settings of them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from deepbandits.policies.bootstrapped import BootstrappedNN
 from deepbandits.policies.decision import Decision
 from deepbandits.policies.evaluation import Evaluation, Learned, Observation
 from deepbandits.policies.kernel_ucb import KernelUCB
+from deepbandits.policies.named import NamedPolicy
 from deepbandits.policies.neural_ucb import NeuralGradientBandit
 from deepbandits.policies.params import Spec, render_spec
 from deepbandits.policies.parts import (
@@ -52,15 +54,16 @@ from deepbandits.policies.ridge_ucb import RidgeUCB
 
 POLICIES.update(builtin_recipes())
 
-#: The registry's recipes under the names of the paper's methods.
-LinUCB = POLICIES["linucb"]
-Sigma2LinUCB = POLICIES["sigma2-linucb"]
-NeuralUCB = POLICIES["neural-ucb"]
-NeuralTS = POLICIES["neural-ts"]
-NeuralLinGreedy = POLICIES["neural-lingreedy"]
-NeuralLinUCB = POLICIES["neural-linucb"]
-NeuralSigma2LinUCB = POLICIES["neural-sigma2-linucb"]
-SaveNeuralLinUCB = POLICIES["save-neural-linucb"]
+# The classes of the registry's names, under the names of the paper's methods: each takes its
+# name's keywords (``LinUCB(alpha=0.1)`` is ``make_policy("linucb", alpha=0.1)``).
+LinUCB = POLICIES["linucb"].policy_class
+Sigma2LinUCB = POLICIES["sigma2-linucb"].policy_class
+NeuralUCB = POLICIES["neural-ucb"].policy_class
+NeuralTS = POLICIES["neural-ts"].policy_class
+NeuralLinGreedy = POLICIES["neural-lingreedy"].policy_class
+NeuralLinUCB = POLICIES["neural-linucb"].policy_class
+NeuralSigma2LinUCB = POLICIES["neural-sigma2-linucb"].policy_class
+SaveNeuralLinUCB = POLICIES["save-neural-linucb"].policy_class
 
 __all__ = [
     "CONFIGURATIONS",
@@ -75,6 +78,7 @@ __all__ = [
     "LayeredSearch",
     "Learned",
     "LinUCB",
+    "NamedPolicy",
     "NetworkFeatures",
     "NeuralGradientBandit",
     "NeuralLinGreedy",

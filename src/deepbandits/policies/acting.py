@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -25,12 +25,10 @@ from deepbandits.policies.choice import (
     greedy_propensities,
     tie_propensities,
 )
+from deepbandits.policies.core import PolicyCore
 from deepbandits.policies.decision import NO_EXTRA, Decision, FrozenDict, array_bytes, freeze
 from deepbandits.policies.evaluation import Evaluation, Observation
 from deepbandits.policies.transaction import atomic
-
-if TYPE_CHECKING:
-    from deepbandits.policies.hooks import PolicyCore
 
 Array = NDArray[np.float64]
 
@@ -53,83 +51,6 @@ def _nan_error(policy: PolicyCore) -> NumericalError:
         f"{type(policy).__name__} scored an arm NaN; its state is not finite (contexts or "
         "rewards too large for its settings?)"
     )
-
-
-def select(policy: PolicyCore, contexts: ArrayLike, mask: ArrayLike | None = None) -> int:
-    """Index of the arm to play among the rows of ``contexts`` ``[K_t, d]`` (the synchronous
-    shortcut of :meth:`decide`: nothing is kept pending; learn with :meth:`update`).
-
-    Ties are broken uniformly at random by the policy's own seeded generator; ``mask``
-    (booleans ``[K_t]``) leaves out the arms that are not available.
-    """
-    with atomic(policy):
-        X = policy._check(contexts)
-        checked = check_mask(mask, X.shape[0])
-        return _choose(policy, policy._evaluate(X), checked)[0]
-
-
-def decide(
-    policy: PolicyCore, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
-) -> Decision:
-    """Choose an arm among the rows of ``contexts`` ``[K_t, d]`` and return the decision.
-
-    The decision (:class:`~deepbandits.policies.decision.Decision`) carries its id, the arm,
-    its propensity, every arm's mean and width, the model version and what learning needs;
-    the policy keeps it pending until :meth:`learn` gets its reward (by the decision or its
-    id), it expires (``reward_timeout``) or the table is full (``max_pending``,
-    ``max_pending_bytes``, ``when_full``). ``mask`` (booleans ``[K_t]``) leaves out
-    unavailable arms: they are never chosen and have propensity 0; a mask with no arm raises.
-    """
-    now = time.time()
-    with atomic(policy):
-        X = policy._check(contexts)
-        checked = check_mask(mask, X.shape[0])
-        ev = policy._evaluate(X)
-        size = _decision_bytes(ev, X, checked)
-        policy.pending_.check_room([size], now)
-        chosen = _choose_request(policy, X, checked, ev, now)
-    decision = _record(policy, *chosen, policy.pending_.next_id(), now, size)
-    policy.pending_.expire(decision.round, now)
-    return decision
-
-
-def decide_batch(
-    policy: PolicyCore,
-    contexts: ArrayLike | Sequence[ArrayLike | BlockContexts],
-    masks: ArrayLike | Sequence[ArrayLike | None] | None = None,
-) -> list[Decision]:
-    """Decide ``B`` requests at once: ``contexts`` is an array ``[B, K, d]`` or a list of
-    ``B`` context matrices, each with its own number of arms; ``masks`` is None, an array
-    ``[B, K]`` or a list of masks (None for no mask).
-
-    All ``B`` decisions use the model as it is at the call (no reward learned in between):
-    the features of every request come from one network forward pass and the scores from
-    one batched ridge evaluation. Random draws (ties, ε, samples) follow request order.
-    """
-    if isinstance(contexts, np.ndarray):
-        if contexts.ndim != 3:
-            raise InputValueError(
-                "contexts must be an array [B, K, d] or a list of [K, d] matrices, but "
-                f"an array of shape {contexts.shape} is given"
-            )
-        batch: list[Any] = list(contexts)
-        stacked: Array | None = contexts
-    elif isinstance(contexts, list | tuple):
-        batch = list(contexts)
-        stacked = None
-    else:
-        raise InputTypeError(
-            "contexts must be an array [B, K, d] or a list of context matrices, but a "
-            f"{type(contexts).__name__} is given"
-        )
-    if not batch:
-        raise InputValueError("decide_batch needs at least one request, but 0 are given")
-    mask_list = [None] * len(batch) if masks is None else list(masks)
-    if len(mask_list) != len(batch):
-        raise InputValueError(
-            f"masks must have one entry per request ({len(batch)}), but {len(mask_list)} are given"
-        )
-    return _decide_requests(policy, batch, mask_list, stacked)
 
 
 def _choose_request(
@@ -292,55 +213,6 @@ def _record(
     return decision
 
 
-def probabilities(
-    policy: PolicyCore, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
-) -> Array:
-    """Every arm's probability of being played by the policy as it stands: ``[K]`` for one
-    request ``[K, d]`` (``mask`` ``[K]``), ``[B, K]`` for ``B`` requests ``[B, K, d]``
-    (``mask`` ``[B, K]``).
-
-    The choice rule's numbers (:mod:`~deepbandits.policies.choice`): what each
-    :class:`~deepbandits.policies.decision.Decision`'s ``propensity`` says of the arm it
-    played. Off-policy evaluation reads a policy's action distribution here. Reads and changes
-    nothing. A policy whose index samples (Thompson sampling) has no closed form and raises
-    :class:`~deepbandits.errors.InputValueError`: evaluate it by replay.
-    """
-    if policy._samples:
-        raise InputValueError(
-            f"{type(policy).__name__} samples its index, so its action probabilities have no "
-            "closed form; evaluate it by replay (deepbandits.ope.replay) instead"
-        )
-    epsilon = policy._params["epsilon"]
-    with atomic(policy, read_only=True):
-        if isinstance(contexts, np.ndarray) and contexts.ndim == 3:
-            B, K, d = contexts.shape
-            rows = [None] * B if mask is None else list(np.asarray(mask))
-            if len(rows) != B:
-                raise InputValueError(
-                    f"mask must have one row per request ({B}), but {len(rows)} are given"
-                )
-            checked = [check_mask(m, K) for m in rows]
-            masks = None if mask is None else np.stack(checked)  # type: ignore[arg-type]
-            if B > 1 and policy._vectorised:
-                flat = policy._check(contexts.reshape(B * K, d))
-                index = policy._index(policy._evaluate_uniform(flat, B, K))
-            else:
-                index = np.stack(
-                    [
-                        _request_index(policy, policy._check(X), m)
-                        for X, m in zip(contexts, checked, strict=True)
-                    ]
-                )
-        else:
-            X = policy._check(contexts)
-            masks = check_mask(mask, X.shape[0])
-            index = _request_index(policy, X, masks)
-        probs = greedy_propensities(index, masks, epsilon)
-    if not (probs.sum(axis=-1) > 0).all():
-        raise _nan_error(policy)
-    return probs
-
-
 def _request_index(policy: PolicyCore, X: Contexts, mask: NDArray[np.bool_] | None) -> Array:
     ev = policy._evaluate(X)
     ev.mask = mask
@@ -348,15 +220,141 @@ def _request_index(policy: PolicyCore, X: Contexts, mask: NDArray[np.bool_] | No
     return policy._index(ev)
 
 
-def predict(policy: PolicyCore, contexts: ArrayLike) -> tuple[Array, Array]:
-    """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``.
+class Acting(PolicyCore):
+    """The acting calls of a policy: choosing arms for one request or many, and predicting."""
 
-    The width is the posterior standard deviation of the mean that the policy's UCB index
-    multiplies by α (‖φ‖_{A⁻¹} for the ridge policies, ‖g/√m‖_{Z⁻¹} for NeuralUCB/TS, the
-    ensemble's spread for BootstrappedNN). Predicting changes nothing: no learned state, no
-    pending decision, no random number; a fresh policy stays fresh (its context dimension is
-    not fixed by it).
-    """
-    with atomic(policy, read_only=True):
-        ev = policy._evaluate(policy._check(contexts))
-        return ev.mean, ev.width
+    def select(self, contexts: ArrayLike, mask: ArrayLike | None = None) -> int:
+        """Index of the arm to play among the rows of ``contexts`` ``[K_t, d]`` (the synchronous
+        shortcut of :meth:`decide`: nothing is kept pending; learn with :meth:`update`).
+
+        Ties are broken uniformly at random by the policy's own seeded generator; ``mask``
+        (booleans ``[K_t]``) leaves out the arms that are not available.
+        """
+        with atomic(self):
+            X = self._check(contexts)
+            checked = check_mask(mask, X.shape[0])
+            return _choose(self, self._evaluate(X), checked)[0]
+
+    def decide(
+        self, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
+    ) -> Decision:
+        """Choose an arm among the rows of ``contexts`` ``[K_t, d]`` and return the decision.
+
+        The decision (:class:`~deepbandits.policies.decision.Decision`) carries its id, the arm,
+        its propensity, every arm's mean and width, the model version and what learning needs;
+        the policy keeps it pending until :meth:`learn` gets its reward (by the decision or its
+        id), it expires (``reward_timeout``) or the table is full (``max_pending``,
+        ``max_pending_bytes``, ``when_full``). ``mask`` (booleans ``[K_t]``) leaves out
+        unavailable arms: they are never chosen and have propensity 0; a mask with no arm raises.
+        """
+        now = time.time()
+        with atomic(self):
+            X = self._check(contexts)
+            checked = check_mask(mask, X.shape[0])
+            ev = self._evaluate(X)
+            size = _decision_bytes(ev, X, checked)
+            self.pending_.check_room([size], now)
+            chosen = _choose_request(self, X, checked, ev, now)
+        decision = _record(self, *chosen, self.pending_.next_id(), now, size)
+        self.pending_.expire(decision.round, now)
+        return decision
+
+    def decide_batch(
+        self,
+        contexts: ArrayLike | Sequence[ArrayLike | BlockContexts],
+        masks: ArrayLike | Sequence[ArrayLike | None] | None = None,
+    ) -> list[Decision]:
+        """Decide ``B`` requests at once: ``contexts`` is an array ``[B, K, d]`` or a list of
+        ``B`` context matrices, each with its own number of arms; ``masks`` is None, an array
+        ``[B, K]`` or a list of masks (None for no mask).
+
+        All ``B`` decisions use the model as it is at the call (no reward learned in between):
+        the features of every request come from one network forward pass and the scores from
+        one batched ridge evaluation. Random draws (ties, ε, samples) follow request order.
+        """
+        if isinstance(contexts, np.ndarray):
+            if contexts.ndim != 3:
+                raise InputValueError(
+                    "contexts must be an array [B, K, d] or a list of [K, d] matrices, but "
+                    f"an array of shape {contexts.shape} is given"
+                )
+            batch: list[Any] = list(contexts)
+            stacked: Array | None = contexts
+        elif isinstance(contexts, list | tuple):
+            batch = list(contexts)
+            stacked = None
+        else:
+            raise InputTypeError(
+                "contexts must be an array [B, K, d] or a list of context matrices, but a "
+                f"{type(contexts).__name__} is given"
+            )
+        if not batch:
+            raise InputValueError("decide_batch needs at least one request, but 0 are given")
+        mask_list = [None] * len(batch) if masks is None else list(masks)
+        if len(mask_list) != len(batch):
+            raise InputValueError(
+                f"masks must have one entry per request ({len(batch)}), but {len(mask_list)} "
+                "are given"
+            )
+        return _decide_requests(self, batch, mask_list, stacked)
+
+    def probabilities(
+        self, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
+    ) -> Array:
+        """Every arm's probability of being played by the policy as it stands: ``[K]`` for one
+        request ``[K, d]`` (``mask`` ``[K]``), ``[B, K]`` for ``B`` requests ``[B, K, d]``
+        (``mask`` ``[B, K]``).
+
+        The choice rule's numbers (:mod:`~deepbandits.policies.choice`): what each
+        :class:`~deepbandits.policies.decision.Decision`'s ``propensity`` says of the arm it
+        played. Off-policy evaluation reads a policy's action distribution here. Reads and changes
+        nothing. A self whose index samples (Thompson sampling) has no closed form and raises
+        :class:`~deepbandits.errors.InputValueError`: evaluate it by replay.
+        """
+        if self._samples:
+            raise InputValueError(
+                f"{type(self).__name__} samples its index, so its action probabilities have no "
+                "closed form; evaluate it by replay (deepbandits.ope.replay) instead"
+            )
+        epsilon = self._params["epsilon"]
+        with atomic(self, read_only=True):
+            if isinstance(contexts, np.ndarray) and contexts.ndim == 3:
+                B, K, d = contexts.shape
+                rows = [None] * B if mask is None else list(np.asarray(mask))
+                if len(rows) != B:
+                    raise InputValueError(
+                        f"mask must have one row per request ({B}), but {len(rows)} are given"
+                    )
+                checked = [check_mask(m, K) for m in rows]
+                masks = None if mask is None else np.stack(checked)  # type: ignore[arg-type]
+                if B > 1 and self._vectorised:
+                    flat = self._check(contexts.reshape(B * K, d))
+                    index = self._index(self._evaluate_uniform(flat, B, K))
+                else:
+                    index = np.stack(
+                        [
+                            _request_index(self, self._check(X), m)
+                            for X, m in zip(contexts, checked, strict=True)
+                        ]
+                    )
+            else:
+                X = self._check(contexts)
+                masks = check_mask(mask, X.shape[0])
+                index = _request_index(self, X, masks)
+            probs = greedy_propensities(index, masks, epsilon)
+        if not (probs.sum(axis=-1) > 0).all():
+            raise _nan_error(self)
+        return probs
+
+    def predict(self, contexts: ArrayLike) -> tuple[Array, Array]:
+        """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``.
+
+        The width is the posterior standard deviation of the mean that the policy's UCB index
+        multiplies by α (‖φ‖_{A⁻¹} for the ridge policies, ‖g/√m‖_{Z⁻¹} for NeuralUCB/TS, the
+        ensemble's spread for BootstrappedNN). Predicting changes nothing: no learned state, no
+        pending decision, no random number; a fresh policy stays fresh (its context dimension is
+        not fixed by it).
+        """
+        with atomic(self, read_only=True):
+            ev = self._evaluate(self._check(contexts))
+            return ev.mean, ev.width

@@ -40,7 +40,8 @@ class BootstrappedNN(Policy):
     network, hidden, n_layers, train_schedule, train_every, train_start, warmup_every,
     train_steps, batch_size, optimizer, lr, weight_decay, max_grad_norm, max_history, device
         Each member's network and training, as in
-        :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit` (output: one linear unit).
+        :class:`~deepbandits.policies.parts.NetworkFeatures` and
+        :class:`~deepbandits.policies.parts.Trainer` (output: one linear unit).
     seed : int, optional
         Seeds the networks, the resampling, the member drawn each round and tie-breaking.
 

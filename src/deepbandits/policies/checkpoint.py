@@ -1,5 +1,6 @@
-"""Saved policies: the file format, :meth:`Policy.state_dict` / ``load_state_dict`` /
-``save`` and :func:`load_policy`.
+"""Saved policies: the file format and the methods that write and read it
+(:class:`Checkpointing`: ``state_dict``, ``load_state_dict``, ``save``; :func:`load_policy
+<deepbandits.policies.registry.load_policy>` rebuilds a policy from a file).
 
 A file is ``torch.save`` of a dict of plain values and tensors (the schema below; ``pending``,
 the decisions awaiting their reward, is optional so that files written before decisions existed
@@ -17,19 +18,17 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 import numpy as np
 import torch
 
 from deepbandits._io import write_atomic
-from deepbandits.errors import CheckpointError, DeepBanditsError
+from deepbandits.errors import CheckpointError, CheckpointNotFoundError, DeepBanditsError
+from deepbandits.policies.core import PolicyCore
 from deepbandits.policies.legacy import upgrade
 from deepbandits.policies.params import DECISION_DEFAULTS
 from deepbandits.policies.transaction import atomic_whole
-
-if TYPE_CHECKING:
-    from deepbandits.policies.hooks import PolicyCore
 
 FORMAT_VERSION = 2
 
@@ -123,96 +122,129 @@ def _parts(policy: PolicyCore) -> dict[str, Any]:
     }
 
 
-def state_dict(policy: PolicyCore) -> dict[str, Any]:
-    """Everything needed to continue exactly where this policy is: its parameters (the
-    recipe's keywords, or the class and its parts), the generator, the counters, the union of
-    the parts' state and the pending decisions."""
-    recipe = policy.recipe_.name if policy.recipe_ is not None else ""
-    params = policy.get_params() if recipe else policy._params
-    return {
-        "format": FORMAT_VERSION,
-        "class": type(policy).__name__,
-        "recipe": recipe,
-        "params": json.dumps(jsonable(params)),
-        "parts": json.dumps(_parts(policy)),
-        "rng": json.dumps(policy._rng.bit_generator.state),
-        "t": policy.t_,
-        "n_features_in": policy.n_features_in_,
-        "block_dim": policy.block_dim_,
-        "state": policy._state() if policy.n_features_in_ is not None else {},
-        "pending": policy.pending_.state_dict(),
-    }
-
-
 def _saved_params(
     policy: PolicyCore, state: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The saved parameters (with the defaults of any added since) and this policy's."""
-    if policy.recipe_ is not None:
-        mine = _json(policy.get_params())
-        defaults = _json(policy.recipe_.build({}).get_params())
+    if policy.registry_name():
+        mine = _json(policy.get_params(deep=False))
+        defaults = _json(type(policy)().get_params(deep=False))
     else:  # a composition built by hand: the options every policy takes, added since
         mine, defaults = _json(policy._params), _json(DECISION_DEFAULTS)
     saved = {**{k: v for k, v in defaults.items() if k in mine}, **json.loads(state["params"])}
-    if "parts" in state and policy.recipe_ is None:
+    if "parts" in state and not policy.registry_name():
         saved["parts"], mine["parts"] = json.loads(state["parts"]), _json(_parts(policy))
     return saved, mine
 
 
-def load_state_dict(policy: PolicyCore, state: dict[str, Any]) -> None:
-    """Restore a state produced by :meth:`state_dict` of a policy with the same parameters.
+class Checkpointing(PolicyCore):
+    """A policy's learned state as a dict and as a file."""
 
-    The state is checked against its schema (format version, class, parameter names and
-    values, round counter, generator state) and the saved parameters against this policy's
-    (``device`` may differ); anything that does not fit raises
-    :class:`~deepbandits.errors.CheckpointError` and leaves this policy as it was.
-    """
-    check_checkpoint(state)
-    state = upgrade(state)
-    here = type(policy).__name__
-    if state["class"] != here or state.get("recipe", "") != (
-        policy.recipe_.name if policy.recipe_ is not None else ""
-    ):
-        raise CheckpointError(
-            f"state was saved from {state.get('recipe') or state['class']!r}, cannot load into "
-            f"{policy.recipe_.name if policy.recipe_ is not None else here}"
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly where this policy is: its parameters (the
+        recipe's keywords, or the class and its parts), the generator, the counters, the union of
+        the parts' state and the pending decisions."""
+        recipe = self.registry_name()
+        params = self.get_params(deep=False) if recipe else self._params
+        return {
+            "format": FORMAT_VERSION,
+            "class": type(self).__name__,
+            "recipe": recipe,
+            "params": json.dumps(jsonable(params)),
+            "parts": json.dumps(_parts(self)),
+            "rng": json.dumps(self._rng.bit_generator.state),
+            "t": self.t_,
+            "n_features_in": self.n_features_in_,
+            "block_dim": self.block_dim_,
+            "state": self._state() if self.n_features_in_ is not None else {},
+            "pending": self.pending_.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state produced by :meth:`state_dict` of a policy with the same parameters.
+
+        The state is checked against its schema (format version, class, parameter names and
+        values, round counter, generator state) and the saved parameters against this policy's
+        (``device`` may differ); anything that does not fit raises
+        :class:`~deepbandits.errors.CheckpointError` and leaves this policy as it was.
+        """
+        check_checkpoint(state)
+        state = upgrade(state)
+        here = type(self).__name__
+        saved_as = state.get("recipe") or state["class"]
+        if saved_as != (self.registry_name() or here):
+            raise CheckpointError(
+                f"state was saved from {saved_as!r}, cannot load into "
+                f"{self.registry_name() or here}"
+            )
+        saved, mine = _saved_params(self, state)
+        differ = sorted(
+            k for k in set(saved) | set(mine) if k != "device" and saved.get(k) != mine.get(k)
         )
-    saved, mine = _saved_params(policy, state)
-    differ = sorted(
-        k for k in set(saved) | set(mine) if k != "device" and saved.get(k) != mine.get(k)
-    )
-    if differ:
-        detail = "; ".join(f"{k}: saved {saved.get(k)!r}, here {mine.get(k)!r}" for k in differ)
-        raise CheckpointError(
-            f"state was saved by a {here} with other parameters ({detail}); build the policy "
-            "with the saved parameters, or use load_policy"
-        )
-    try:
-        with atomic_whole(policy):
-            policy.reset()
-            policy._rng.bit_generator.state = json.loads(state["rng"])
-            if state["n_features_in"] is not None:
-                policy.n_features_in_ = int(state["n_features_in"])
-                block_dim = state.get("block_dim")  # files written before it have none
-                policy.block_dim_ = None if block_dim is None else int(block_dim)
-                policy._initialize(policy._initial_contexts())
-                policy._load_state(state["state"])
-            policy.t_ = int(state["t"])
-            if "pending" in state:  # files written before decisions existed have none
-                policy.pending_.load_state_dict(state["pending"])
-    except DeepBanditsError:
-        raise
-    except Exception as exc:
-        raise CheckpointError(
-            f"the saved state of this {here} is damaged or incomplete: {type(exc).__name__}: {exc}"
-        ) from None
+        if differ:
+            detail = "; ".join(f"{k}: saved {saved.get(k)!r}, here {mine.get(k)!r}" for k in differ)
+            raise CheckpointError(
+                f"state was saved by a {here} with other parameters ({detail}); build the policy "
+                "with the saved parameters, or use load_policy"
+            )
+        try:
+            with atomic_whole(self):
+                self.reset()
+                self._rng.bit_generator.state = json.loads(state["rng"])
+                if state["n_features_in"] is not None:
+                    self.n_features_in_ = int(state["n_features_in"])
+                    block_dim = state.get("block_dim")  # files written before it have none
+                    self.block_dim_ = None if block_dim is None else int(block_dim)
+                    self._initialize(self._initial_contexts())
+                    self._load_state(state["state"])
+                self.t_ = int(state["t"])
+                if "pending" in state:  # files written before decisions existed have none
+                    self.pending_.load_state_dict(state["pending"])
+        except DeepBanditsError:
+            raise
+        except Exception as exc:
+            raise CheckpointError(
+                f"the saved state of this {here} is damaged or incomplete: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
 
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        """Read a policy of this class written by :meth:`save`: a class that a registry name
+        builds (``NeuralSigma2LinUCB.load(path)``) rebuilds it from the saved keywords. A file
+        of another name, or of a composition built by hand (load it into the same composition
+        with :meth:`load_state_dict` or ``load_policy(path, into=...)``), raises
+        :class:`~deepbandits.errors.CheckpointError`."""
+        path = Path(path)
+        if not path.is_file():
+            raise CheckpointNotFoundError(f"no saved policy at {path}")
+        state = upgrade(read_checkpoint(path))
+        held = state.get("recipe") or state["class"]
+        if not cls.registry_name() or held != cls.registry_name():
+            raise CheckpointError(
+                f"{path} holds a {held} policy; {cls.__name__}.load reads files of "
+                f"{cls.registry_name() or 'a registry name'} only"
+            )
+        params = json.loads(state["params"])
+        for key, value in params.items():  # JSON has no tuples: a pair comes back a list
+            spec = cls.param_specs.get(key)
+            if spec is not None and spec.kind == "pair" and isinstance(value, list):
+                params[key] = tuple(value)
+        try:
+            policy = cls(**params)
+        except (DeepBanditsError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"{path} holds invalid {held} parameters: {exc}") from None
+        try:
+            policy.load_state_dict(state)
+        except CheckpointError as exc:
+            raise CheckpointError(f"{path}: {exc}") from None
+        return policy
 
-def save(policy: PolicyCore, path: str | Path) -> None:
-    """Write parameters and learned state to ``path`` (tensors + JSON, no code).
+    def save(self, path: str | Path) -> None:
+        """Write parameters and learned state to ``path`` (tensors + JSON, no code).
 
-    The file is written atomically: a kill during a save leaves the previous file intact.
-    """
-    buffer = io.BytesIO()
-    torch.save(to_saveable(policy.state_dict()), buffer)
-    write_atomic(path, buffer.getvalue())
+        The file is written atomically: a kill during a save leaves the previous file intact.
+        """
+        buffer = io.BytesIO()
+        torch.save(to_saveable(self.state_dict()), buffer)
+        write_atomic(path, buffer.getvalue())

@@ -1,6 +1,6 @@
-"""Decisions as values, their sizes and their state in a checkpoint, and exact propensities.
+"""Decisions as values, their sizes and their state in a checkpoint.
 
-A :class:`Decision` is what :meth:`~deepbandits.policies.base.Policy.decide` returns: an
+A :class:`Decision` is what :meth:`~deepbandits.policies.Policy.decide` returns: an
 immutable record of one choice (its id, the arm, the probability the policy had of choosing it,
 every arm's mean and width, the model version) together with what learning from its reward needs
 (the context of the arm played and the features the policy saw). The policy keeps the decisions
@@ -8,10 +8,11 @@ it made in a :class:`~deepbandits.policies.pending.PendingDecisions` table until
 arrives; a decision's size (:func:`decision_nbytes`) is what that table counts against its
 bound in bytes, and :func:`decisions_state` is how a checkpoint stores it.
 
-The propensity of a deterministic index policy is exact: among the available arms (``mask``)
-with the top score, ties are broken uniformly, and an exploration floor ε plays a uniformly drawn
-available arm with probability ε, so that arm ``a`` has probability
-``(1 − ε)·[a ∈ ties]/#ties + ε/#available`` (:func:`greedy_propensities`).
+The propensity a decision carries is exact. For a deterministic index policy, ties among the
+available arms (``mask``) with the top score are broken uniformly, and an exploration floor ε
+plays a uniformly drawn available arm with probability ε, so that arm ``a`` has probability
+``(1 − ε)·[a ∈ ties]/#ties + ε/#available``; :mod:`~deepbandits.policies.choice` computes it
+(:func:`~deepbandits.policies.choice.greedy_propensities`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """What a policy computes of one round before choosing, and what learning from it needs.
 
-An :class:`Evaluation` holds every arm's mean and width (as :meth:`Policy.predict` returns them)
-and what the parts computed on the way (the features the head scored, each row's head, an
-ensemble's outputs, SAVE's search); the choice adds the request's mask, the number of tied top
-arms and, when the decision shows other numbers than those it chose on, ``shown``. An
-:class:`Observation` is what learning from the arm played needs; a pending
-:class:`~deepbandits.policies.decision.Decision` carries the same fields. A :class:`Feedback`
-is one checked reward with what it is learned from.
+An :class:`Evaluation` holds every arm's mean and width (as
+:meth:`~deepbandits.policies.Policy.predict` returns them) and what the parts computed on the
+way (the features the head scored, each row's head, an ensemble's outputs, SAVE's search); the
+choice adds the request's mask, the number of tied top arms and, when the decision shows other
+numbers than those it chose on, ``shown``. An :class:`Observation` is what learning from the arm
+played needs; a pending :class:`~deepbandits.policies.decision.Decision` carries the same
+fields. A :class:`Feedback` is one checked reward with what it is learned from.
 """
 
 from __future__ import annotations

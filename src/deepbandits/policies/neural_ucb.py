@@ -82,9 +82,10 @@ class NeuralGradientBandit(Policy):
     network, hidden, n_layers, train_schedule, train_every, train_start, warmup_every,
     train_steps, batch_size, optimizer, lr, weight_decay, max_grad_norm, max_history, device
         The network and its training, as in
-        :class:`~deepbandits.policies.neural_linear.NeuralLinearBandit`; the output is one
-        linear unit and m = ``hidden`` in the 1/m scaling. With ``network="lenet"`` the
-        gradient features cover the convolutions too (the trunk's part by ``torch.func``,
+        :class:`~deepbandits.policies.parts.NetworkFeatures` and
+        :class:`~deepbandits.policies.parts.Trainer`; the output is one linear unit and
+        m = ``hidden`` in the 1/m scaling. With ``network="lenet"`` the gradient features cover
+        the convolutions too (the trunk's part by ``torch.func``,
         :func:`~deepbandits.networks.gradients.network_output_gradients`).
     seed : int, optional
         Seeds the network, the minibatches, the Thompson samples and tie-breaking.

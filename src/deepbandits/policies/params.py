@@ -3,9 +3,11 @@
 Every policy class declares ``param_specs``, a dict of :class:`Spec` by parameter name (merged
 along the class hierarchy, so a subclass states only its own). One table serves three readers:
 
-* validation: :class:`~deepbandits.policies.base.Policy` checks every parameter with
+* validation: a policy (:class:`~deepbandits.policies.Policy`) checks every parameter with
   :func:`check_param` (the library's errors, naming the parameter, what was expected and what was
-  given); a class's ``_validate_params`` keeps only the rules that tie parameters together;
+  given), and a part (:class:`~deepbandits.policies.parts.Part`) its fields against its
+  ``specs`` the same way; a class's ``_check_parts`` keeps only the rules that tie parameters
+  or parts together;
 * help: :func:`render_spec` writes a spec as text (``"float > 0"``, ``"None or int >= 1"``),
   shown by ``deepbandits list --params NAME``;
 * the tuner: :func:`check_search_space` refuses, when the class is defined, a ``search_space``
@@ -200,14 +202,6 @@ def given_params(
     return {**named, **(defaults or {}), **frame[rest]}
 
 
-def merge_specs(classes: tuple[type, ...]) -> dict[str, Spec]:
-    """The ``param_specs`` a class's MRO ``classes`` declare, the most derived winning."""
-    merged: dict[str, Spec] = {}
-    for klass in reversed(classes):
-        merged.update(vars(klass).get("param_specs", {}))
-    return merged
-
-
 def check_search_space(owner: str, specs: Mapping[str, Spec], space: Mapping[str, Param]) -> None:
     """Refuse a search space that names an undeclared parameter or reaches outside its spec:
     a float range on a real spec, an int range on an int spec, every bound or choice accepted."""
@@ -389,7 +383,6 @@ __all__ = [
     "accepts",
     "check_param",
     "check_search_space",
-    "merge_specs",
     "render_bounds",
     "render_spec",
 ]

@@ -158,9 +158,10 @@ def _variance(p: dict[str, Any]) -> Any:
     return source(R=p["R"])
 
 
-def ridge_family(p: dict[str, Any], options: dict[str, Any]) -> RidgeUCB:
-    """LinUCB to Neural-σ²-LinUCB and SAVE from their keywords ``p`` (checked) and the
-    options every policy takes (``seed``, ``epsilon``, the pending table)."""
+def ridge_family(p: dict[str, Any]) -> dict[str, Any]:
+    """The parts of LinUCB to Neural-σ²-LinUCB and SAVE from their keywords ``p`` (checked):
+    the arguments of :class:`~deepbandits.policies.ridge_ucb.RidgeUCB` but the options every
+    policy takes."""
     from deepbandits.errors import InputValueError
 
     if p["variance"] != "schedule" and p["schedule"] is not None:
@@ -198,20 +199,20 @@ def ridge_family(p: dict[str, Any], options: dict[str, Any]) -> RidgeUCB:
         else IdentityFeatures(p["intercept"])
     )
     trainer = Trainer(**{k: p[k] for k in _TRAINER_KEYS}) if neural else None
-    return RidgeUCB(
-        features,
-        head,
-        _variance(p),
-        explore,
-        trainer,
-        reward_range=p["reward_range"],
-        horizon=p["horizon"],
-        **options,
-    )
+    return {
+        "features": features,
+        "head": head,
+        "variance": _variance(p),
+        "explore": explore,
+        "trainer": trainer,
+        "reward_range": p["reward_range"],
+        "horizon": p["horizon"],
+    }
 
 
 def _ridge_recipe(
     name: str,
+    class_name: str,
     doc: str,
     specs: dict[str, Spec],
     defaults: dict[str, Any],
@@ -226,20 +227,23 @@ def _ridge_recipe(
     if weighted:
         defaults = {**defaults, "variance": "range"}
         kwargs["forbidden"] = {"variance": "none"}
-    return Recipe(name, doc, specs, defaults, ridge_family, **kwargs)
+    return Recipe(
+        name, doc, specs, defaults, RidgeUCB, ridge_family, class_name=class_name, **kwargs
+    )
 
 
-def _class_recipe(name: str, cls: type[Any], doc: str, **kwargs: Any) -> Any:
+def _class_recipe(
+    name: str, cls: type[Any], doc: str, class_name: str | None = None, **kwargs: Any
+) -> Any:
     """A recipe for a policy class with keyword parameters of its own."""
     from deepbandits.policies.registry import Recipe
 
     specs = {k: v for k, v in cls.param_specs.items() if k not in COMMON_SPECS}
     defaults = {k: v for k, v in cls().get_params().items() if k not in COMMON_SPECS}
-
-    def factory(p: dict[str, Any], options: dict[str, Any]) -> Any:
-        return cls(**p, **options)
-
-    return Recipe(name, doc, specs, defaults, factory, dict(cls.search_space), **kwargs)
+    search = dict(cls.search_space)
+    return Recipe(
+        name, doc, specs, defaults, cls, search_space=search, class_name=class_name, **kwargs
+    )
 
 
 def builtin_recipes() -> dict[str, Any]:
@@ -252,6 +256,7 @@ def builtin_recipes() -> dict[str, Any]:
     return {
         "linucb": _ridge_recipe(
             "linucb",
+            "LinUCB",
             "LinUCB (OFUL), Eq. 4–5 on the raw context",
             LINEAR_SPECS,
             LINEAR_DEFAULTS,
@@ -259,6 +264,7 @@ def builtin_recipes() -> dict[str, Any]:
         ),
         "sigma2-linucb": _ridge_recipe(
             "sigma2-linucb",
+            "Sigma2LinUCB",
             "σ²-LinUCB: LinUCB with the variance-weighted ridge of Eq. 9–10",
             LINEAR_SPECS,
             LINEAR_DEFAULTS,
@@ -269,16 +275,19 @@ def builtin_recipes() -> dict[str, Any]:
             "neural-ucb",
             NeuralGradientBandit,
             "NeuralUCB (Zhou et al. 2020)",
+            "NeuralUCB",
             fixed={"exploration": "ucb"},
         ),
         "neural-ts": _class_recipe(
             "neural-ts",
             NeuralGradientBandit,
             "NeuralTS (Zhang et al. 2021)",
+            "NeuralTS",
             fixed={"exploration": "ts"},
         ),
         "neural-lingreedy": _ridge_recipe(
             "neural-lingreedy",
+            "NeuralLinGreedy",
             "Neural-LinGreedy (Xu et al. 2022): greedy on θᵀφ(x; w)",
             **neural,
             search_space=NEURAL_SEARCH,
@@ -286,6 +295,7 @@ def builtin_recipes() -> dict[str, Any]:
         ),
         "neural-linucb": _ridge_recipe(
             "neural-linucb",
+            "NeuralLinUCB",
             "Neural-LinUCB (Xu et al. 2022): UCB on φ(x; w), Eq. 5",
             **neural,
             search_space=NEURAL_SEARCH,
@@ -293,6 +303,7 @@ def builtin_recipes() -> dict[str, Any]:
         ),
         "neural-sigma2-linucb": _ridge_recipe(
             "neural-sigma2-linucb",
+            "NeuralSigma2LinUCB",
             "Neural-σ²-LinUCB (Algorithm 1): UCB on φ(x; w), ridge weighted by 1/σ̄²ₜ (Eq. 10, 13)",
             **neural,
             search_space=NEURAL_SEARCH,
@@ -300,6 +311,7 @@ def builtin_recipes() -> dict[str, Any]:
         ),
         "save-neural-linucb": _ridge_recipe(
             "save-neural-linucb",
+            "SaveNeuralLinUCB",
             "SAVE-SupNeural-LinUCB (Appendix B.3): SAVE's layered search on φ(x; w)",
             SAVE_SPECS,
             {**NEURAL_DEFAULTS, "threshold": None, "beta_scale": 1.0},

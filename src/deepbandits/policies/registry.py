@@ -9,7 +9,6 @@ name are accepted by :func:`make_policy` and the CLI's ``--policy``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,12 +18,12 @@ from deepbandits._validation import check_choice, check_unknown_keys
 from deepbandits.errors import (
     CheckpointError,
     CheckpointNotFoundError,
-    DeepBanditsError,
     InputTypeError,
     InputValueError,
 )
 from deepbandits.policies.checkpoint import read_checkpoint
 from deepbandits.policies.legacy import upgrade
+from deepbandits.policies.named import named_class
 from deepbandits.policies.params import (
     COMMON_SPECS,
     DECISION_DEFAULTS,
@@ -44,9 +43,13 @@ if TYPE_CHECKING:
 class Recipe:
     """A registry name: its keywords (type, range, meaning, default), the values it fixes
     (a variant's defining values) or forbids, the hyperparameters ``deepbandits tune``
-    searches, and the function that builds the policy from checked keywords.
+    searches, and how the keywords become a policy: the class they compose (``base``) and
+    ``compose``, which turns the checked keywords into that class's constructor arguments
+    (None: the keywords are the class's own).
 
-    Calling a recipe builds its policy: ``LinUCB(alpha=0.1)`` is
+    :attr:`policy_class` is the class whose constructor takes the keywords
+    (:func:`~deepbandits.policies.named.named_class`, named ``class_name``; ``base`` itself when
+    the keywords are its own and nothing is fixed): ``LinUCB(alpha=0.1)`` is
     ``make_policy("linucb", alpha=0.1)``.
     """
 
@@ -54,12 +57,17 @@ class Recipe:
     doc: str
     specs: dict[str, Spec]
     defaults: dict[str, Any]
-    factory: Callable[[dict[str, Any], dict[str, Any]], Policy]
+    base: type[Policy]
+    compose: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     search_space: dict[str, Param] = field(default_factory=dict)
     fixed: dict[str, Any] = field(default_factory=dict)
     forbidden: dict[str, Any] = field(default_factory=dict)
+    class_name: str | None = None
+    policy_class: type[Policy] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.base, type) and issubclass(self.base, Policy)):
+            raise InputTypeError(f"base must be a Policy class, but {self.base!r} is given")
         specs = {**COMMON_SPECS, **self.specs}
         for key, value in self.forbidden.items():
             spec = specs[key]
@@ -68,6 +76,14 @@ class Recipe:
                 specs[key] = Spec(spec.kind, spec.doc, choices=choices, optional=spec.optional)
         object.__setattr__(self, "specs", specs)
         check_search_space(self.name, specs, self.search_space)
+        own = self.compose is None and not self.fixed and not self.forbidden
+        if own and self.class_name is None:  # the class takes these keywords itself
+            cls = self.base
+            if vars(cls).get("recipe") is None:
+                cls.recipe = self
+        else:
+            cls = named_class(self, self.class_name)
+        object.__setattr__(self, "policy_class", cls)
 
     @property
     def param_specs(self) -> dict[str, Spec]:
@@ -78,8 +94,15 @@ class Recipe:
     def fixed_params(self) -> dict[str, Any]:
         return self.fixed
 
-    def build(self, params: dict[str, Any]) -> Policy:
-        """The policy of these keywords (the rest take their defaults), checked."""
+    def keywords(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Every keyword, in the order of :attr:`specs`: as given in ``params``, else its
+        default (a fixed keyword its fixed value)."""
+        given = {**DECISION_DEFAULTS, "seed": None, **self.defaults, **params, **self.fixed}
+        return {key: given[key] for key in self.specs}
+
+    def arguments(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The constructor arguments of :attr:`base` that the keywords ``params`` describe
+        (the rest take their defaults), after checking every keyword."""
         check_unknown_keys(params, self.specs, self.name)
         for key, value in self.fixed.items():
             given = params.get(key, value)
@@ -90,27 +113,9 @@ class Recipe:
         for key, value in self.forbidden.items():
             if params.get(key) == value:
                 raise InputValueError(f"{self.name} does not allow {key}={value!r}")
-        p = {**DECISION_DEFAULTS, "seed": None, **self.defaults, **params, **self.fixed}
-        for key, spec in self.specs.items():
-            p[key] = check_param(key, spec, p[key])
-        options = {k: p[k] for k in COMMON_SPECS}
-        policy = self.factory({k: v for k, v in p.items() if k not in COMMON_SPECS}, options)
-        policy.recipe_ = self
-        policy._recipe_params = p
-        return policy
-
-    def __call__(self, **params: Any) -> Policy:
-        return self.build(params)
-
-    def load(self, path: str | Path) -> Policy:
-        """Read a policy of this recipe written by :meth:`Policy.save
-        <deepbandits.policies.Policy.save>`; a file of another recipe raises
-        :class:`~deepbandits.errors.CheckpointError`."""
-        policy = load_policy(path)
-        if policy.recipe_ is None or policy.recipe_.name != self.name:
-            held = policy.recipe_.name if policy.recipe_ is not None else type(policy).__name__
-            raise CheckpointError(f"{path} holds a {held} policy, not a {self.name} one")
-        return policy
+        p = {key: check_param(key, self.specs[key], v) for key, v in self.keywords(params).items()}
+        options = {k: p.pop(k) for k in COMMON_SPECS}
+        return {**(p if self.compose is None else self.compose(p)), **options}
 
     def __repr__(self) -> str:
         return f"Recipe({self.name!r})"
@@ -131,9 +136,10 @@ CONFIGURATIONS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def register_policy(name: str, recipe: Recipe) -> None:
+def register_policy(name: str, recipe: Recipe) -> type[Policy]:
     """Make a :class:`Recipe` available by ``name`` to :func:`make_policy`, the runner's policy
-    specs and the command line (README, "Adding a policy")."""
+    specs and the command line (README, "Adding a policy"); returns the class whose
+    constructor takes its keywords (:attr:`Recipe.policy_class`)."""
     if not isinstance(name, str) or not name or name != name.strip().lower() or ":" in name:
         raise InputValueError(
             f"a policy name must be a non-empty lower-case string without ':', but {name!r} is "
@@ -141,9 +147,15 @@ def register_policy(name: str, recipe: Recipe) -> None:
         )
     if not isinstance(recipe, Recipe):
         raise InputTypeError(f"recipe must be a Recipe, but {recipe!r} is given")
+    if recipe.name != name:
+        raise InputValueError(
+            f"register_policy needs the recipe's own name, but {name!r} is given for the "
+            f"recipe {recipe.name!r}"
+        )
     if name in POLICIES or name in CONFIGURATIONS:
         raise InputValueError(f"policy name {name!r} is taken; choose another")
     POLICIES[name] = recipe
+    return recipe.policy_class
 
 
 def policy_names(configurations: bool = True) -> list[str]:
@@ -178,13 +190,13 @@ def load_policy(path: str | Path, into: Policy | None = None) -> Policy:
             f"{path} holds a {state['class']} composed by hand; build the same composition and "
             "load it with load_policy(path, into=policy)"
         )
+    elif state["recipe"] not in POLICIES:
+        raise CheckpointError(
+            f"{path} holds a {state['recipe']!r} policy, a name not registered here; register it "
+            "(register_policy) before loading"
+        )
     else:
-        try:
-            policy = make_policy(state["recipe"], **json.loads(state["params"]))
-        except (DeepBanditsError, TypeError, ValueError) as exc:
-            raise CheckpointError(
-                f"{path} holds invalid {state['recipe']} parameters: {exc}"
-            ) from None
+        return POLICIES[state["recipe"]].policy_class.load(path)
     try:
         policy.load_state_dict(state)
     except CheckpointError as exc:
@@ -207,7 +219,7 @@ def make_policy(name: str, *, env: Environment | None = None, **params: Any) -> 
     if env is not None:  # in the build, so that they count when keywords are checked together
         recommended = env.policy_defaults_for(name).items()
         extra = {k: v for k, v in recommended if k not in params and k in recipe.specs}
-    return recipe.build({**settings, **extra, **params})
+    return recipe.policy_class(**{**settings, **extra, **params})
 
 
 @dataclass(frozen=True)

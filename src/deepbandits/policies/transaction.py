@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from deepbandits.policies.hooks import PolicyCore
+    from deepbandits.policies.core import PolicyCore
 
 
 class atomic:
@@ -63,5 +63,5 @@ def atomic_whole(policy: PolicyCore) -> Iterator[None]:
     except BaseException:
         policy.__dict__.clear()
         policy.__dict__.update(before)
-        policy.parts = parts
+        policy.__dict__["_parts"] = parts
         raise

@@ -9,8 +9,8 @@
 :mod:`~deepbandits.serve.recovery`     creating a folder, loading and replaying on start
 :mod:`~deepbandits.serve.training`     training off the request path, swapping weights in
 :mod:`~deepbandits.serve.scale`        the scale of the contexts seen, far outliers refused
-:mod:`~deepbandits.serve.backend`      what the API drives: one process (:class:`LocalBackend`)
-:mod:`~deepbandits.serve.app`          the HTTP API (:func:`create_app`, FastAPI), any backend
+:mod:`~deepbandits.serve.backend`      what the API drives: :class:`~.backend.LocalBackend`
+:mod:`~deepbandits.serve.app`          the HTTP API (:func:`~.app.create_app`, FastAPI), any backend
 :mod:`~deepbandits.serve.schemas`      its JSON bodies (pydantic models, the OpenAPI page)
 :mod:`~deepbandits.serve.guard`        bearer token, body size limit, timing (ASGI middleware)
 :mod:`~deepbandits.serve.metrics`      Prometheus metrics, one registry per app

@@ -1,17 +1,18 @@
 """The state of a decision service: one policy, its event log and its state folder.
 
 :class:`ServiceState` is what an HTTP front end (:func:`deepbandits.serve.app.create_app`), a
-test or another process's replica drives. Each call that changes the policy (:meth:`decide`,
-:meth:`decide_batch`, :meth:`learn`) runs under the policy's lock and appends its events to the
-log under the same lock, so the log's order is the order the policy saw; it returns the events'
-futures, which resolve once the events are committed. Answer only then: what was answered is on
-disk.
+test or another process's replica drives. Each call that changes the policy
+(:meth:`~ServiceState.decide`, :meth:`~ServiceState.decide_batch`, :meth:`~ServiceState.learn`)
+runs under the policy's lock and appends its events to the log under the same lock, so the log's
+order is the order the policy saw; it returns the events' futures, which resolve once the events
+are committed. Answer only then: what was answered is on disk.
 
 Opening the state recovers it (:mod:`deepbandits.serve.recovery`): the newest good checkpoint,
 then the events after it. Neural policies of the ridge family train off the request path
 (:mod:`deepbandits.serve.training`): a thread sends a copy to the training process, writes
-the new version to ``networks/``, then swaps it in and logs it. :meth:`snapshot` (and every
-``snapshot_every`` events) writes a checkpoint whose events are all committed.
+the new version to ``networks/``, then swaps it in and logs it.
+:meth:`~ServiceState.snapshot` (and every ``snapshot_every`` events) writes a checkpoint whose
+events are all committed.
 """
 
 from __future__ import annotations

@@ -48,8 +48,9 @@ class Part:
         kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
         return [n for n, p in signature.parameters.items() if n != "self" and p.kind in kinds]
 
-    def get_params(self) -> dict[str, Any]:
-        """The parameters as given (after validation, a pair is a tuple)."""
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters as given (after validation, a pair is a tuple); a part has no parts
+        of its own, so ``deep`` (scikit-learn's keyword) changes nothing."""
         return {name: getattr(self, name) for name in self.param_names()}
 
     def set_params(self, **params: Any) -> Part:
