@@ -19,6 +19,8 @@ from deepbandits.policies.neural_ucb import NeuralGradientBandit
 from deepbandits.policies.params import Spec, render_spec
 from deepbandits.policies.parts import (
     UCB,
+    Exploration,
+    ExplorationRule,
     Greedy,
     IdentityFeatures,
     LayeredSearch,
@@ -72,6 +74,8 @@ __all__ = [
     "BootstrappedNN",
     "Decision",
     "Evaluation",
+    "Exploration",
+    "ExplorationRule",
     "Greedy",
     "IdentityFeatures",
     "KernelUCB",

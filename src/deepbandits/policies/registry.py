@@ -147,13 +147,13 @@ def register_policy(name: str, recipe: Recipe) -> type[Policy]:
         )
     if not isinstance(recipe, Recipe):
         raise InputTypeError(f"recipe must be a Recipe, but {recipe!r} is given")
+    if name in POLICIES or name in CONFIGURATIONS:
+        raise InputValueError(f"policy name {name!r} is taken; choose another")
     if recipe.name != name:
         raise InputValueError(
             f"register_policy needs the recipe's own name, but {name!r} is given for the "
             f"recipe {recipe.name!r}"
         )
-    if name in POLICIES or name in CONFIGURATIONS:
-        raise InputValueError(f"policy name {name!r} is taken; choose another")
     POLICIES[name] = recipe
     return recipe.policy_class
 

@@ -27,12 +27,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits.encoding import BlockContexts, Contexts
-from deepbandits.errors import InputValueError
+from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.networks.learner import seeded_generator
-from deepbandits.policies.decision import NO_EXTRA
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation, arm_context
 from deepbandits.policies.params import HORIZON_SPEC, REWARD_RANGE_SPEC, Spec
-from deepbandits.policies.parts.explore import UCB, Situation, TheoryInputs
+from deepbandits.policies.parts.explore import RULE_MEMBERS, UCB, Situation, TheoryInputs
 from deepbandits.policies.parts.features import (
     IdentityFeatures,
     NetworkFeatures,
@@ -156,13 +155,19 @@ class RidgeUCB(Policy):
 
     @property
     def _vectorised(self) -> bool:  # type: ignore[override]
-        return not self.explore.samples and not getattr(self.explore, "sequential", False)
+        return not self.explore.samples and not self.explore.sequential
 
     @property
     def _samples(self) -> bool:  # type: ignore[override]
         return bool(self.explore.samples)
 
     def _check_parts(self) -> None:
+        missing = [m for m in RULE_MEMBERS if not hasattr(self.explore, m)]
+        if missing:
+            raise InputTypeError(
+                f"explore must be an exploration rule (ExplorationRule: derive from "
+                f"Exploration), but {type(self.explore).__name__} has no {', '.join(missing)}"
+            )
         if self.trainer is not None and not hasattr(self.features, "network_"):
             raise InputValueError("a trainer needs a network feature map (NetworkFeatures)")
         if self.trainer is None and isinstance(self.features, NetworkFeatures):
@@ -192,8 +197,7 @@ class RidgeUCB(Policy):
         if self.trainer is not None:
             self.trainer.initialize(features.network_, X.shape[1])
         self.variance.initialize(self._params["horizon"])
-        if hasattr(self.explore, "initialize"):
-            self.explore.initialize(self.dim_)
+        self.explore.initialize(self.dim_)
         self.last_sigma2_bar_ = variance_floor(self.variance.R, self.dim_)
 
     def _state(self) -> dict[str, Any]:
@@ -292,8 +296,7 @@ class RidgeUCB(Policy):
             phi, heads = self._features_and_heads(X)
             ev = Evaluation(np.empty(0), np.empty(0), phi, heads)
         assert ev.features is not None
-        explore = self.explore
-        extra = explore.observe(ev, arm, self.t_) if hasattr(explore, "observe") else NO_EXTRA
+        extra = self.explore.observe(ev, arm, self.t_)
         context = arm_context(X, arm)
         # the identity's features are the context: one read-only copy serves as both
         same = ev.features is X and isinstance(context, np.ndarray)
@@ -317,9 +320,8 @@ class RidgeUCB(Policy):
         """One reward: the rank-one update of its head (Eq. 10), weighted by 1/σ̄²ₜ."""
         (sigma2_bar, sigma2_hat), obs = self._weights([feedback])[0], feedback.obs
         weight = feedback.weight / sigma2_bar
-        if hasattr(self.explore, "learn"):
-            self.explore.learn(obs, feedback.reward)
         self.head.learn_one(obs.features, feedback.reward, weight, obs.head, self.t_)  # type: ignore[arg-type]
+        self.explore.learn([obs], [feedback.reward])
         if self.trainer is None:
             self.last_sigma2_bar_ = sigma2_bar
             return Learned(sigma2_bar, sigma2_hat)
@@ -329,7 +331,7 @@ class RidgeUCB(Policy):
     def _learn_many(self, batch: Sequence[Feedback]) -> Learned:
         """All the rewards by one batched ridge update, each weighted with the model as it is
         at the call (σ̂² of Eq. 13 from θ before the batch); SAVE's layers learn one by one."""
-        if getattr(self.explore, "sequential", False) and len(batch) > 1:
+        if self.explore.sequential and len(batch) > 1:
             return super()._learn_many(batch)
         used = self._weights(batch)
         observed = [fb.obs for fb in batch]
@@ -337,11 +339,10 @@ class RidgeUCB(Policy):
         head_list = [obs.head for obs in observed]
         reward_list = [fb.reward for fb in batch]
         weights = [fb.weight / u[0] for fb, u in zip(batch, used, strict=True)]
-        if hasattr(self.explore, "learn"):
-            self.explore.learn(batch[0].obs, batch[0].reward)
         heads = np.array(head_list, dtype=np.int64)
         rewards = np.array(reward_list, dtype=np.float64)
         self.head.learn(phis, rewards, np.array(weights), heads, self.t_)
+        self.explore.learn(observed, reward_list)
         rounds = ([obs.context for obs in observed], reward_list, weights, head_list)
         learned = self._after_learning(rounds, *used[-1])
         self.t_ += len(batch)
@@ -401,7 +402,7 @@ class RidgeUCB(Policy):
         """Merge the ridge head of a replica with the same features, and extend the training
         history by the rounds it learned (since ``base``)."""
         assert isinstance(other, RidgeUCB)
-        if getattr(self.explore, "sequential", False):
+        if self.explore.sequential:
             raise InputValueError(
                 "SaveNeuralLinUCB cannot merge replicas: which layer a round enters depends on "
                 "every round before it"

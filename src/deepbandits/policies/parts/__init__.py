@@ -1,7 +1,15 @@
 """The parts a policy is built from, one job each: feature maps, the ridge head, variance
 sources, exploration rules and the trainer."""
 
-from deepbandits.policies.parts.explore import UCB, Greedy, Situation, TheoryInputs, Thompson
+from deepbandits.policies.parts.explore import (
+    UCB,
+    Exploration,
+    ExplorationRule,
+    Greedy,
+    Situation,
+    TheoryInputs,
+    Thompson,
+)
 from deepbandits.policies.parts.features import IdentityFeatures, NetworkFeatures
 from deepbandits.policies.parts.heads import RidgeHead
 from deepbandits.policies.parts.layers import LayeredSearch
@@ -18,6 +26,8 @@ from deepbandits.policies.parts.variance import (
 
 __all__ = [
     "UCB",
+    "Exploration",
+    "ExplorationRule",
     "Greedy",
     "IdentityFeatures",
     "LayeredSearch",

@@ -8,23 +8,26 @@
   statistics of its own.
 
 A rule works on arrays of any leading shape (one request ``[K]`` or a batch ``[B, K]``), and gives
-the probability it had of playing an arm (:meth:`UCB.propensity`): exact for the deterministic
-rules, a Monte Carlo estimate for Thompson sampling.
+the probability it had of playing an arm (:meth:`Exploration.propensity`): exact for the
+deterministic rules, a Monte Carlo estimate for Thompson sampling. What a policy asks of a rule,
+and when (the optional hooks for rules that learn: ``initialize``, ``observe``, ``learn``), is
+:class:`ExplorationRule`; :class:`Exploration` implements the hooks as doing nothing.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits.formulas import theory_alpha
 from deepbandits.policies.choice import greedy_propensities
-from deepbandits.policies.evaluation import Evaluation
+from deepbandits.policies.decision import NO_EXTRA
+from deepbandits.policies.evaluation import Evaluation, Observation
 from deepbandits.policies.params import DELTA_SPEC, M_SPEC, THEORY_ALPHA_SPEC, Spec
 from deepbandits.policies.parts.part import Part, part
 
@@ -61,11 +64,40 @@ class Situation:
         return self.theory()
 
 
-class Exploration(Protocol):
-    """The score maximised over the available arms, and the probability of each choice."""
+@runtime_checkable
+class ExplorationRule(Protocol):
+    """What a policy of the ridge family asks of its exploration rule, and when.
 
-    #: whether :meth:`index` draws random numbers
+    :class:`Exploration` implements every member but :meth:`index`; a rule that does not
+    derive from it must have them all (the policy checks when it is composed).
+
+    ``samples`` (class flag)
+        Whether :meth:`index` draws random numbers (then :meth:`propensity` has no closed form
+        and decisions are not scored as ``[B, K]`` arrays).
+    ``sequential`` (class flag)
+        Whether every reward must be learned before the next is scored (SAVE's layers): a batch
+        of rewards is then learned reward by reward, and replicas cannot be merged.
+    :meth:`initialize` ``(dim)``
+        Once the feature dimension ``dim`` is known: at the first decision, and when a checkpoint
+        is loaded or a replica merged into a fresh policy. Builds the rule's learned state.
+    :meth:`index` ``(ev, sit)``
+        At every decision: the score maximised over the available arms (``[K]``, or ``[B, K]``
+        for a batch of requests of one shape when nothing samples).
+    :meth:`propensity` ``(ev, index, mask, arm, sit, epsilon)``
+        After the arm is chosen: the probability the rule had of playing it.
+    :meth:`observe` ``(ev, arm, t)``
+        After the arm is chosen: what the rule keeps with the decision for learning (the
+        decision's ``extra``, a plain mapping; empty for none).
+    :meth:`learn` ``(observations, rewards)``
+        After the head learned rewards: every :class:`~deepbandits.policies.evaluation.Observation`
+        learned by the call and its reward, in order (one for ``learn``/``update``, the whole
+        batch for ``learn_batch``).
+    """
+
     samples: ClassVar[bool]
+    sequential: ClassVar[bool]
+
+    def initialize(self, dim: int) -> None: ...
 
     def index(self, ev: Evaluation, sit: Situation) -> Array: ...
 
@@ -73,11 +105,26 @@ class Exploration(Protocol):
         self, ev: Evaluation, index: Array, mask: Mask, arm: int, sit: Situation, epsilon: float
     ) -> float: ...
 
+    def observe(self, ev: Evaluation, arm: int, t: int) -> Mapping[str, Any]: ...
 
-class _Deterministic(Part):
-    """A rule without randomness: the propensity is exact (uniform ties, ε floor)."""
+    def learn(self, observations: Sequence[Observation], rewards: Sequence[float]) -> None: ...
+
+
+#: The members of :class:`ExplorationRule`, which a rule composed into a policy must have.
+RULE_MEMBERS = ("samples", "sequential", "initialize", "index", "propensity", "observe", "learn")
+
+
+class Exploration(Part):
+    """An exploration rule without randomness and without learned state: subclasses implement
+    :meth:`index`, and the hooks of :class:`ExplorationRule` they need (the others do nothing).
+    The propensity is exact (uniform ties, ε floor)."""
 
     samples: ClassVar[bool] = False
+    sequential: ClassVar[bool] = False
+
+    def initialize(self, dim: int) -> None:
+        """Build learned state for features of dimension ``dim`` (none here)."""
+        return None
 
     def index(self, ev: Evaluation, sit: Situation) -> Array:
         raise NotImplementedError
@@ -89,9 +136,17 @@ class _Deterministic(Part):
             return 1.0
         return float(greedy_propensities(index, mask, epsilon)[arm])
 
+    def observe(self, ev: Evaluation, arm: int, t: int) -> Mapping[str, Any]:
+        """What the decision keeps for :meth:`learn` (nothing here)."""
+        return NO_EXTRA
+
+    def learn(self, observations: Sequence[Observation], rewards: Sequence[float]) -> None:
+        """Learn the rewards the head just learned (nothing here)."""
+        return None
+
 
 @part
-class UCB(_Deterministic):
+class UCB(Exploration):
     """μ + α·w (Eq. 4).
 
     Parameters
@@ -124,7 +179,7 @@ class UCB(_Deterministic):
         return ev.mean + self.rate(ev.mean.shape[-1], sit) * ev.width
 
 
-class Greedy(_Deterministic):
+class Greedy(Exploration):
     """μ: no exploration bonus (Neural-LinGreedy)."""
 
     def __init__(self) -> None:
@@ -134,7 +189,7 @@ class Greedy(_Deterministic):
         return ev.mean
 
 
-class Thompson(Part):
+class Thompson(Exploration):
     """μ + s·w·z, z ~ N(0, 1) for each arm: a draw from each arm's posterior.
 
     Parameters

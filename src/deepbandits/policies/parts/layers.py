@@ -28,6 +28,7 @@ their Theorem; with them SAVE explores heavily, the over-exploration that the pa
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -45,7 +46,7 @@ from deepbandits.policies.params import (
     REFRESH_EVERY_SPEC,
     Spec,
 )
-from deepbandits.policies.parts.explore import Situation, _Deterministic
+from deepbandits.policies.parts.explore import Exploration, Situation
 from deepbandits.policies.parts.part import part
 
 Array = NDArray[np.float64]
@@ -100,7 +101,7 @@ def on_arms(values: Array, arms: NDArray[np.int64], n_arms: int) -> Array:
 
 
 @part
-class LayeredSearch(_Deterministic):
+class LayeredSearch(Exploration):
     """SAVE's descent through L weighted ridge layers on the features (module notes).
 
     Parameters
@@ -209,13 +210,15 @@ class LayeredSearch(_Deterministic):
             return {}
         return {"layer": layer, "width": float(widths[layer, arm])}
 
-    def learn(self, obs: Observation, reward: float) -> None:
-        """Add an exploration round of layer ℓ with weight w = 2^{-ℓ}/‖a‖_{Σ_ℓ⁻¹}."""
-        if "layer" in obs.extra:
-            layer = int(obs.extra["layer"])
-            w = 2.0 ** -(layer + 1) / obs.extra["width"]
-            self.layers_.update(obs.features, reward, w * w, layer)
-            self.sq_rewards_[layer] += w * w * reward * reward
+    def learn(self, observations: Sequence[Observation], rewards: Sequence[float]) -> None:
+        """Add each exploration round of layer ℓ with weight w = 2^{-ℓ}/‖a‖_{Σ_ℓ⁻¹}, in
+        order (exploit rounds enter no layer)."""
+        for obs, reward in zip(observations, rewards, strict=True):
+            if "layer" in obs.extra:
+                layer = int(obs.extra["layer"])
+                w = 2.0 ** -(layer + 1) / obs.extra["width"]
+                self.layers_.update(obs.features, reward, w * w, layer)
+                self.sq_rewards_[layer] += w * w * reward * reward
 
     def state_dict(self) -> dict[str, Any]:
         return {"layers": self.layers_.state_dict(), "sq_rewards": self.sq_rewards_.copy()}
