@@ -9,6 +9,12 @@ Prints a Markdown table:
   family;
 * total wall time of a full T=10000 h1 run of Neural-σ²-LinUCB with its default parameters and
   with the paper's schedule (Appendix B);
+* the per-round path next to busy processes: select + update rounds/s of Neural-LinUCB
+  (network never trained) and LinUCB called directly (no ``db.run``, which pins threads), on
+  h1's shape, on a quiet machine and with 1 and 3 CPU-bound competitor processes per core, each
+  policy with its default ``threads=1`` and with ``threads=None`` (torch's own pool, the
+  behaviour before issue 47); the share of its quiet speed each keeps (target >= 40 % with one
+  busy competitor per core);
 * the paper's latency experiment (Table latency): seconds for 100 rounds of arm selection and for
   the network updates of those rounds (H = 10, so 10 updates) on an MNIST-shaped problem: K = 10
   arms, block-encoded contexts of d = 784·10, m = 100. The paper's text says n = 1000 steps per
@@ -28,6 +34,7 @@ RTX A5000 figure for the neural-linear family (0.43 s) and >= 5x below it for Ne
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
 import time
@@ -92,6 +99,61 @@ def untrained_rate(name: str, T: int) -> float:
     return T / best
 
 
+def select_update_rate(policy: db.Policy, contexts: list[np.ndarray], n: int) -> float:
+    """Rounds per second of ``select`` + ``update`` of ``policy`` over ``n`` rounds."""
+    start = time.perf_counter()
+    for i in range(n):
+        X = contexts[i % len(contexts)]
+        policy.update(X, policy.select(X), 0.5)
+    return n / (time.perf_counter() - start)
+
+
+def spin(stop: multiprocessing.synchronize.Event) -> None:
+    """A CPU-bound competitor: count until told to stop."""
+    x = 0
+    while not stop.is_set():
+        for _ in range(100_000):
+            x += 1
+
+
+#: Policies of the contention rows, with what keeps their network from training.
+CONTENDED = {
+    "neural-linucb": {"train_start": 10**6, "warmup_every": 0},
+    "linucb": {},
+}
+
+
+def contention_rows(n: int, repeats: int = 3) -> list[tuple[str, object, float, float, float]]:
+    """(policy, threads, quiet rounds/s, with 1 and with 3 busy competitors per core): median
+    of ``repeats`` passes of ``n`` rounds, every setting measured in each load."""
+    contexts = [np.random.default_rng(i).normal(size=(4, 20)) for i in range(200)]
+    policies = {
+        (name, threads): db.make_policy(name, seed=0, threads=threads, **params)
+        for name, params in CONTENDED.items()
+        for threads in (1, None)
+    }
+    for policy in policies.values():
+        select_update_rate(policy, contexts, 200)  # build the state, warm torch up
+    rates: dict[tuple[str, object], list[float]] = {key: [] for key in policies}
+    context = multiprocessing.get_context("fork")
+    for per_core in (0, 1, 3):
+        stop = context.Event()
+        busy = [
+            context.Process(target=spin, args=(stop,), daemon=True)
+            for _ in range(per_core * (os.cpu_count() or 1))
+        ]
+        for process in busy:
+            process.start()
+        time.sleep(0.5 if busy else 0.0)
+        for key, policy in policies.items():
+            passes = [select_update_rate(policy, contexts, n) for _ in range(repeats)]
+            rates[key].append(float(np.median(passes)))
+        stop.set()
+        for process in busy:
+            process.join()
+    return [(name, threads, *rates[(name, threads)]) for name, threads in policies]
+
+
 def full_run(schedule: str, T: int) -> tuple[float, float, int]:
     env = db.make_env("h1", seed=0)
     policy = db.make_policy("neural-sigma2-linucb", seed=0, train_schedule=schedule)
@@ -144,6 +206,21 @@ def main() -> None:
         f"\nNeural-σ²-LinUCB decide + learn, network never trained (prior fixed at λ), h1: "
         f"{rate:,.0f} rounds/s (target >= 5,000)"
     )
+    emit(
+        "\nThe per-round path next to CPU-bound processes (select + update called directly, "
+        "h1's shape d=20, K=4, Neural-LinUCB's network never trained): rounds/s, and the share "
+        "of the quiet speed kept; threads=1 is the default, threads=None torch's own pool\n"
+    )
+    emit(
+        "| policy | threads | quiet | 1 busy per core | kept | 3 busy per core | kept |\n"
+        "|---|---|---|---|---|---|---|"
+    )
+    for name, threads, quiet, one, three in contention_rows(500 if args.quick else 2000):
+        emit(
+            f"| {name} | {threads} | {quiet:,.0f} | {one:,.0f} | {one / quiet:.0%} | "
+            f"{three:,.0f} | {three / quiet:.0%} |",
+            flush=True,
+        )
     head = f"Neural-σ²-LinUCB, h1, T={T_full}"
     emit(f"\n| {head} | wall time (s) | trainings | final regret (seed 0) |")
     emit("|---|---|---|---|")

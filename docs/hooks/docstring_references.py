@@ -43,11 +43,13 @@ import ast
 import builtins
 import functools
 import importlib
+import importlib.util
 import inspect
 import io
 import re
 import sys
 import tokenize
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,18 +140,14 @@ def _parsed(path: str) -> ast.Module | None:
         return None
 
 
-def _self_attributes(cls: type) -> set[str]:
-    """The names a class's methods assign as ``self.name`` (its source, read once)."""
-    try:
-        path = inspect.getsourcefile(cls)
-    except TypeError:  # a builtin
-        return set()
-    tree = _parsed(path) if path else None
-    if tree is None:
-        return set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
+@functools.cache
+def _assigned_in(path: str) -> dict[str, frozenset[str]]:
+    """Class name -> the names its methods assign as ``self.name``, for a source file."""
+    tree = _parsed(path)
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.ClassDef):
+            names = found.setdefault(node.name, set())
             for sub in ast.walk(node):
                 if (
                     isinstance(sub, ast.Attribute)
@@ -158,7 +156,16 @@ def _self_attributes(cls: type) -> set[str]:
                     and sub.value.id == "self"
                 ):
                     names.add(sub.attr)
-    return names
+    return {name: frozenset(names) for name, names in found.items()}
+
+
+def _self_attributes(cls: type) -> frozenset[str]:
+    """The names a class's methods assign as ``self.name`` (from its source)."""
+    try:
+        path = inspect.getsourcefile(cls)
+    except TypeError:  # a builtin
+        return frozenset()
+    return _assigned_in(path).get(cls.__name__, frozenset()) if path else frozenset()
 
 
 def declares(cls: type, name: str) -> bool:
@@ -202,11 +209,16 @@ def _member(obj: Any, name: str) -> tuple[bool, Any]:
 
 @functools.cache
 def lookup(path: str) -> bool:
-    """Whether the dotted ``path`` names something: the longest prefix that imports, then an
-    attribute (or declared member) per remaining part."""
+    """Whether the dotted ``path`` names something: a module, or the longest prefix that
+    imports, then an attribute (or declared member) per remaining part."""
     parts = path.split(".")
     if not all(p.isidentifier() for p in parts):
         return False
+    try:  # a module: found without running it (its package is imported, not the module)
+        if "__main__" not in parts and importlib.util.find_spec(path) is not None:
+            return True
+    except Exception:  # not a module (or its package fails: the import below says why)
+        pass
     for i in range(len(parts), 0, -1):
         obj = _import(".".join(parts[:i]))
         if obj is None:
@@ -311,7 +323,8 @@ def _scopes(tree: ast.Module) -> list[tuple[int, int, str, tuple[str, ...]]]:
     return found
 
 
-#: an inline literal, ````text````: a role inside one is an example, not a reference
+#: an inline literal (text between double backquotes): a role inside one is an example, not
+#: a reference
 LITERAL = re.compile(r"``(?!`).*?``(?!`)", re.DOTALL)
 
 
@@ -385,7 +398,7 @@ def check_source(
     problems = []
     for line, text in texts(source):
         problems += _check(text, line, module, path, scopes, imports)
-    return problems
+    return sorted(problems, key=lambda p: p.line)
 
 
 def check_text(
@@ -480,17 +493,20 @@ def unresolved(root: Path = SOURCES) -> list[Problem]:
         sys.path.insert(0, str(root.parent))
     repo = root.parents[1]
     problems: list[Problem] = []
-    for path in sorted(root.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        if ":`" not in text:
-            continue
-        shown = str(path.relative_to(repo)) if path.is_relative_to(repo) else str(path)
-        problems += check_source(text, module_name(path, root), shown, path.name == "__init__.py")
-    return sorted(problems, key=lambda p: (p.path, p.line))
+    with warnings.catch_warnings():  # what the modules imported warn of is not ours to show
+        warnings.simplefilter("ignore")
+        for path in sorted(root.rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if ":`" not in text:
+                continue
+            shown = str(path.relative_to(repo)) if path.is_relative_to(repo) else str(path)
+            package = path.name == "__init__.py"
+            problems += check_source(text, module_name(path, root), shown, package)
+    return problems
 
 
 # --------------------------------------------------------------------------------------------
-# the MkDocs hook
+# the written pages
 
 
 #: a Markdown code span that is a dotted name in the package: `` `deepbandits.envs.make_env` ``
@@ -513,8 +529,9 @@ def check_markdown(text: str, path: str = "<string>") -> list[Problem]:
         if fence:
             continue
         for match in CODE_NAME.finditer(line):
-            if not lookup(match.group(1)):
-                reason = _reason(match.group(1))
+            found, broken = resolves(match.group(1), PACKAGE)
+            if not found:
+                reason = f"cannot be checked: {broken}" if broken else _reason(match.group(1))
                 problems.append(Problem(path, number, "", "<module>", "", match.group(1), reason))
     return problems
 
@@ -523,12 +540,18 @@ def unresolved_in_pages(root: Path = PAGES) -> list[Problem]:
     """Every code span of the written pages (not ``generated/``) naming nothing that exists."""
     repo = root.parent
     problems: list[Problem] = []
-    for path in sorted(root.rglob("*.md")):
-        if "generated" in path.relative_to(root).parts:
-            continue
-        shown = str(path.relative_to(repo)) if path.is_relative_to(repo) else str(path)
-        problems += check_markdown(path.read_text(encoding="utf-8"), shown)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for path in sorted(root.rglob("*.md")):
+            if "generated" in path.relative_to(root).parts:
+                continue
+            shown = str(path.relative_to(repo)) if path.is_relative_to(repo) else str(path)
+            problems += check_markdown(path.read_text(encoding="utf-8"), shown)
     return problems
+
+
+# --------------------------------------------------------------------------------------------
+# the MkDocs hook
 
 
 def report(problems: list[Problem]) -> list[str]:
@@ -554,10 +577,11 @@ def on_config(config: Any) -> Any:
     are cleared first, for ``mkdocs serve``; modules already imported stay as they were.)"""
     from mkdocs.plugins import get_plugin_logger
 
-    for cached in (_import, _parsed, lookup, index):
+    for cached in (_import, _parsed, _assigned_in, lookup, index):
         cached.cache_clear()
     BROKEN.clear()
     log = get_plugin_logger("docstring_references")
-    for line in report(unresolved() + unresolved_in_pages()):
+    pages = Path(config["docs_dir"])
+    for line in report(unresolved() + unresolved_in_pages(pages)):
         log.warning(line)
     return config

@@ -145,7 +145,13 @@ def run(
     :func:`~deepbandits.policies.make_policy` with ``env=env``, so it gets the environment's
     recommended settings exactly as on the command line. With ``seed``, both are reset first
     (``env.reset(seed)``, ``policy.reset(seed)``), so one seed fixes the whole trajectory. A
-    policy with an unset ``horizon`` gets ``horizon=T`` (:func:`give_horizon`). The
+    fresh policy with an unset ``horizon`` gets ``horizon=T`` (:func:`give_horizon`).
+
+    A policy that has already decided or learned (warm-started by
+    :func:`~deepbandits.ope.learn_log`, loaded from a checkpoint, or run before) is never
+    reset: the run continues from what it learned, and ``seed`` seeds only its decisions'
+    generator (and resets the environment), so the same warm state and seed give the same
+    trajectory. To start such a policy afresh, call ``policy.reset()`` first. The
     environment's oracle σ²ₜ is passed to ``update`` each round, and so is its declared reward
     range unless the policy was given one.
 
@@ -201,10 +207,15 @@ def run(
             "policy must be a deepbandits Policy object or a policy specification string such "
             f"as 'neural-sigma2-linucb', but a {type(policy).__name__} is given"
         )
-    give_horizon(policy, T)
+    warm = policy.n_features_in_ is not None  # it has decided or learned: keep what it knows
+    if not warm:
+        give_horizon(policy, T)
     if seed is not None:
         env.reset(seed)
-        policy.reset(seed)
+        if warm:
+            policy.set_random_state(np.random.default_rng(seed).bit_generator.state)
+        else:
+            policy.reset(seed)
     holdout = env.holdout(holdout_size) if points else None
     forecasts: list[pd.DataFrame] = []
     pass_range = policy.get_params().get("reward_range") is None

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from deepbandits._threads import training_threads
 from deepbandits._validation import check_choice
 from deepbandits.encoding import Contexts
 from deepbandits.errors import InputValueError
@@ -221,19 +222,20 @@ class NetworkLearner:
             for group in groups:
                 group["lr"] = training.lr
         try:
-            self.last_loss = train_feature_map(
-                self.network,
-                self.history,
-                theta,
-                A_inv,
-                loss=loss,
-                steps=training.steps if steps is None else steps,
-                batch_size=training.batch_size,
-                optimizer=self.optimizer,
-                generator=generator,
-                max_grad_norm=self.max_grad_norm,
-                train_theta=train_theta,
-            )
+            with training_threads():  # the caller's thread count, not a decision's
+                self.last_loss = train_feature_map(
+                    self.network,
+                    self.history,
+                    theta,
+                    A_inv,
+                    loss=loss,
+                    steps=training.steps if steps is None else steps,
+                    batch_size=training.batch_size,
+                    optimizer=self.optimizer,
+                    generator=generator,
+                    max_grad_norm=self.max_grad_norm,
+                    train_theta=train_theta,
+                )
         finally:
             for group, lr in zip(groups, rates, strict=True):
                 group["lr"] = lr

@@ -25,7 +25,7 @@ from deepbandits.policies.choice import (
     greedy_propensities,
     tie_propensities,
 )
-from deepbandits.policies.core import PolicyCore
+from deepbandits.policies.core import PolicyCore, per_round
 from deepbandits.policies.decision import NO_EXTRA, Decision, FrozenDict, array_bytes, freeze
 from deepbandits.policies.evaluation import Evaluation, Observation
 from deepbandits.policies.transaction import atomic
@@ -223,6 +223,7 @@ def _request_index(policy: PolicyCore, X: Contexts, mask: NDArray[np.bool_] | No
 class Acting(PolicyCore):
     """The acting calls of a policy: choosing arms for one request or many, and predicting."""
 
+    @per_round
     def select(self, contexts: ArrayLike, mask: ArrayLike | None = None) -> int:
         """Index of the arm to play among the rows of ``contexts`` ``[K_t, d]`` (the synchronous
         shortcut of :meth:`decide`: nothing is kept pending; learn with :meth:`update`).
@@ -235,6 +236,7 @@ class Acting(PolicyCore):
             checked = check_mask(mask, X.shape[0])
             return _choose(self, self._evaluate(X), checked)[0]
 
+    @per_round
     def decide(
         self, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
     ) -> Decision:
@@ -259,6 +261,7 @@ class Acting(PolicyCore):
         self.pending_.expire(decision.round, now)
         return decision
 
+    @per_round
     def decide_batch(
         self,
         contexts: ArrayLike | Sequence[ArrayLike | BlockContexts],
@@ -298,6 +301,7 @@ class Acting(PolicyCore):
             )
         return _decide_requests(self, batch, mask_list, stacked)
 
+    @per_round
     def probabilities(
         self, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
     ) -> Array:
@@ -346,6 +350,7 @@ class Acting(PolicyCore):
             raise _nan_error(self)
         return probs
 
+    @per_round
     def predict(self, contexts: ArrayLike) -> tuple[Array, Array]:
         """Estimated mean reward and exploration width of every arm, each of shape ``[K_t]``.
 

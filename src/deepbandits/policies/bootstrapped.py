@@ -52,6 +52,7 @@ class BootstrappedNN(Policy):
     propensity is exact: the share of members whose greedy choice (ties split) is the arm.
     """
 
+    _uses_torch: ClassVar[bool] = True
     param_specs: ClassVar[dict[str, Spec]] = {
         "n_models": Spec("int", "ensemble size", low=1),
         **NETWORK_SPECS,

@@ -165,7 +165,7 @@ class Checkpointing(PolicyCore):
 
         The state is checked against its schema (format version, class, parameter names and
         values, round counter, generator state) and the saved parameters against this policy's
-        (``device`` may differ); anything that does not fit raises
+        (``device`` and ``threads`` may differ); anything that does not fit raises
         :class:`~deepbandits.errors.CheckpointError` and leaves this policy as it was.
         """
         check_checkpoint(state)
@@ -179,7 +179,9 @@ class Checkpointing(PolicyCore):
             )
         saved, mine = _saved_params(self, state)
         differ = sorted(
-            k for k in set(saved) | set(mine) if k != "device" and saved.get(k) != mine.get(k)
+            k
+            for k in set(saved) | set(mine)
+            if k not in ("device", "threads") and saved.get(k) != mine.get(k)
         )
         if differ:
             detail = "; ".join(f"{k}: saved {saved.get(k)!r}, here {mine.get(k)!r}" for k in differ)

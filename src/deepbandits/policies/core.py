@@ -12,13 +12,15 @@ their union.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from deepbandits._threads import per_round_threads
 from deepbandits._validation import check_unknown_keys
 from deepbandits.encoding import BlockContexts, Contexts, check_contexts
 from deepbandits.errors import DeepBanditsError, InputValueError
@@ -38,6 +40,23 @@ if TYPE_CHECKING:
     from deepbandits.policies.registry import Recipe
 
 Array = NDArray[np.float64]
+Call = TypeVar("Call", bound=Callable[..., Any])
+
+
+def per_round(method: Call) -> Call:
+    """Run the public call ``method`` of a policy with its ``threads`` option's torch threads
+    (:class:`~deepbandits._threads.per_round_threads`): small per-round products never spin a
+    pool of threads against other busy processes."""
+
+    @functools.wraps(method)
+    def call(self: PolicyCore, *args: Any, **kwargs: Any) -> Any:
+        threads = self._params["threads"]
+        if threads is None or not self._uses_torch:  # numpy only: no pool to spin
+            return method(self, *args, **kwargs)
+        with per_round_threads(threads):
+            return method(self, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
 
 
 class PolicyCore(ABC):
@@ -72,6 +91,8 @@ class PolicyCore(ABC):
     #: The registry name whose keywords this class takes (:mod:`deepbandits.policies.named`),
     #: None for a class that no registry name builds as it is.
     recipe: ClassVar[Recipe | None] = None
+    #: Whether deciding or learning runs torch (a network): the calls that do pin its threads.
+    _uses_torch: ClassVar[bool] = False
     #: Whether scoring or learning draws random numbers before a check that may still fail.
     _samples: ClassVar[bool] = False
     #: Whether a batch of requests of one shape is scored and chosen as arrays.

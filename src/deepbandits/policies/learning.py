@@ -22,7 +22,7 @@ from deepbandits._validation import (
     check_reward_range,
 )
 from deepbandits.errors import DecisionError, InputTypeError, InputValueError
-from deepbandits.policies.core import PolicyCore
+from deepbandits.policies.core import PolicyCore, per_round
 from deepbandits.policies.decision import Decision
 from deepbandits.policies.evaluation import Feedback, Learned
 from deepbandits.policies.transaction import atomic
@@ -85,6 +85,7 @@ def _learn_one(policy: PolicyCore, feedback: Feedback) -> Learned:
 class Learning(PolicyCore):
     """The learning calls of a policy: rewards of pending decisions and of the round just played."""
 
+    @per_round
     def update(
         self,
         contexts: ArrayLike,
@@ -126,6 +127,7 @@ class Learning(PolicyCore):
             checked = check_reward(self, reward, sigma2, reward_range, weight)
             return _learn_one(self, Feedback(self._observe(X, arm, None), *checked))
 
+    @per_round
     def learn(
         self,
         decision: Decision | str,
@@ -154,6 +156,7 @@ class Learning(PolicyCore):
         self.pending_.expire(latest, now)
         return learned
 
+    @per_round
     def learn_batch(
         self,
         decisions: Sequence[Decision | str],

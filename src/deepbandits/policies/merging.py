@@ -10,12 +10,12 @@ from deepbandits.policies.transaction import atomic_whole
 
 
 def _comparable(policy: PolicyCore) -> dict[str, Any]:
-    """The parameters two replicas must share (all but the seed and the device)."""
+    """The parameters two replicas must share (all but the seed, the device and the threads)."""
     params = policy.get_params(deep=True)
     return {
         k: v
         for k, v in params.items()
-        if k.rsplit("__", 1)[-1] not in ("seed", "device") and k not in policy.parts
+        if k.rsplit("__", 1)[-1] not in ("seed", "device", "threads") and k not in policy.parts
     }
 
 

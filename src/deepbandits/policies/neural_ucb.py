@@ -91,6 +91,7 @@ class NeuralGradientBandit(Policy):
         Seeds the network, the minibatches, the Thompson samples and tie-breaking.
     """
 
+    _uses_torch: ClassVar[bool] = True
     param_specs: ClassVar[dict[str, Spec]] = {
         "exploration": Spec("choice", "NeuralUCB or NeuralTS", choices=EXPLORATIONS),
         "mode": Spec("choice", "diagonal approximation of Z, or the exact Z⁻¹", choices=MODES),

@@ -287,6 +287,12 @@ DECISION_SPECS: dict[str, Spec] = {
         "oldest, or refuse",
         choices=("expire-oldest", "refuse"),
     ),
+    "threads": Spec(
+        "int",
+        "torch threads of a decision or reward (None: torch's setting); trainings use torch's",
+        low=1,
+        optional=True,
+    ),
 }
 DECISION_DEFAULTS: dict[str, Any] = {
     "epsilon": 0.0,
@@ -295,6 +301,7 @@ DECISION_DEFAULTS: dict[str, Any] = {
     "max_pending": 100_000,
     "max_pending_bytes": 2**30,
     "when_full": "expire-oldest",
+    "threads": 1,
 }
 #: The keywords of every policy: its seed and the options for live use.
 COMMON_SPECS: dict[str, Spec] = {"seed": SEED_SPEC, **DECISION_SPECS}

@@ -155,7 +155,12 @@ class RidgeUCB(Policy):
 
     @property
     def _vectorised(self) -> bool:  # type: ignore[override]
-        return not self.explore.samples and not self.explore.sequential
+        rule = self.explore
+        return not (rule.samples or rule.observes or rule.sequential)
+
+    @property
+    def _uses_torch(self) -> bool:  # type: ignore[override]
+        return self.trainer is not None
 
     @property
     def _samples(self) -> bool:  # type: ignore[override]

@@ -74,6 +74,10 @@ class ExplorationRule(Protocol):
     ``samples`` (class flag)
         Whether :meth:`index` draws random numbers (then :meth:`propensity` has no closed form
         and decisions are not scored as ``[B, K]`` arrays).
+    ``observes`` (class flag)
+        Whether :meth:`observe` keeps anything (then every decision is observed on its own,
+        never as part of ``[B, K]`` arrays). :class:`Exploration` sets it for a subclass that
+        overrides :meth:`observe`.
     ``sequential`` (class flag)
         Whether every reward must be learned before the next is scored (SAVE's layers): a batch
         of rewards is then learned reward by reward, and replicas cannot be merged.
@@ -95,6 +99,7 @@ class ExplorationRule(Protocol):
     """
 
     samples: ClassVar[bool]
+    observes: ClassVar[bool]
     sequential: ClassVar[bool]
 
     def initialize(self, dim: int) -> None: ...
@@ -111,7 +116,16 @@ class ExplorationRule(Protocol):
 
 
 #: The members of :class:`ExplorationRule`, which a rule composed into a policy must have.
-RULE_MEMBERS = ("samples", "sequential", "initialize", "index", "propensity", "observe", "learn")
+RULE_MEMBERS = (
+    "samples",
+    "observes",
+    "sequential",
+    "initialize",
+    "index",
+    "propensity",
+    "observe",
+    "learn",
+)
 
 
 class Exploration(Part):
@@ -120,7 +134,12 @@ class Exploration(Part):
     The propensity is exact (uniform ties, ε floor)."""
 
     samples: ClassVar[bool] = False
+    observes: ClassVar[bool] = False
     sequential: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.observes = cls.observe is not Exploration.observe
 
     def initialize(self, dim: int) -> None:
         """Build learned state for features of dimension ``dim`` (none here)."""
