@@ -92,7 +92,7 @@ def test_clone_gives_an_equal_policy_that_has_learned_nothing(build):
 def test_repr_is_code_that_builds_an_equal_policy(build):
     policy = build()
     assert "from_recipe" not in repr(policy)
-    rebuilt = eval(repr(policy), {"np": np, **vars(P)})  # noqa: S307 - the repr's own names
+    rebuilt = eval(repr(policy), {"np": np, **vars(P)})  # the repr names only these
     assert same(rebuilt, policy)
 
 

@@ -240,7 +240,7 @@ class PolicyCore(ABC):
         The torch generator of a policy with a network is not included: deciding never draws
         from it, only training does (its weights' draws at the first decision, its
         minibatches), and its state is part of what a training returns and of
-        :meth:`state_dict`. Replaying logged decisions therefore needs this state alone.
+        :meth:`~deepbandits.policies.Policy.state_dict`. Replaying logged decisions therefore needs this state alone.
         """
         return dict(self._rng.bit_generator.state)
 

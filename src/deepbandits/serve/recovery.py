@@ -77,7 +77,7 @@ def create(folder: StateFolder, spec: str | None, checkpoint: Path | None) -> di
     else:
         assert checkpoint is not None
         policy = load_policy(checkpoint)
-        name = policy.recipe_.name if policy.recipe_ is not None else type(policy).__name__
+        name = policy.registry_name() or type(policy).__name__
         info.update(
             source="checkpoint",
             policy=name,

@@ -114,7 +114,7 @@ def paired_blocks(paired: pd.DataFrame) -> list[Block]:
 
 
 def holdout_blocks(table: pd.DataFrame) -> list[Block]:
-    """cal₂ over checkpoints (:func:`~deepbandits.report.tables.holdout_cal2_table`)."""
+    """cal₂ over checkpoints (:func:`~deepbandits.experiments.report.tables.holdout_cal2_table`)."""
     if not len(table):
         return []
     checkpoints = sorted(table["checkpoint"].unique())
@@ -208,7 +208,7 @@ def comparison_blocks(
 def comparison_name(folder: Path, results: Path) -> str:
     """The name of the comparison ``folder`` in the report of ``results``: its path under
     ``results`` (its own name when it is ``results``); its report folder is the name's
-    :func:`~deepbandits.report.render.slug`."""
+    :func:`~deepbandits.experiments.report.render.slug`."""
     return folder.name if folder == results else str(folder.relative_to(results))
 
 

@@ -11,7 +11,7 @@ call (a batch of rounds is one network forward pass):
   :class:`~deepbandits.policies.parts.trainer.Trainer`.
 
 The gradient features of NeuralUCB/NeuralTS live with their policy
-(:mod:`deepbandits.policies.gradient`): their ridge is over every network parameter and is
+(:mod:`deepbandits.policies.neural_ucb`): their ridge is over every network parameter and is
 scored without forming the gradients.
 """
 

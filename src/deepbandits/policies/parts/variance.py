@@ -10,7 +10,7 @@ line 10), one class per source.
 * :class:`ScheduledVariance`: a user-given sequence σ²ₜ (the heuristic of Fig. heuristic).
 
 All but :class:`NoWeighting` are floored, σ̄² = max(σ², R²/d′) (Eq. 9), and the observation
-weight is 1/σ̄². A source is asked for :meth:`~VarianceSource.bound` of one round with the head's
+weight is 1/σ̄². A source is asked for :meth:`~VarianceSource.raw` of one round with the head's
 estimate of that round (:class:`RoundEstimate`); it says through ``needs`` which estimates it
 reads, so the head computes only those.
 """
