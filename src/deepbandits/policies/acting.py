@@ -1,10 +1,10 @@
 """Acting: choosing arms for one request or many, and predicting.
 
 :meth:`Acting.decide` and :meth:`Acting.decide_batch` share one path per request
-(:func:`_choose_request`) and one choice rule (:mod:`~deepbandits.policies.choice`): a request is scored by the policy's
-``_evaluate`` and ``_index``; a batch of requests of one shape, for policies that score arrays
-(``_vectorised``), is scored as ``[B, K]`` arrays in one pass, with the same random draws in the
-same order as one request after another.
+(:func:`_choose_request`) and one choice rule (:mod:`~deepbandits.policies.choice`): a request
+is scored by the policy's ``_evaluate`` and ``_index``; a batch of requests of one shape, for
+policies that score arrays (``_vectorised``), is scored as ``[B, K]`` arrays in one pass, with
+the same random draws in the same order as one request after another.
 """
 
 from __future__ import annotations
@@ -245,10 +245,11 @@ class Acting(PolicyCore):
 
         The decision (:class:`~deepbandits.policies.decision.Decision`) carries its id, the arm,
         its propensity, every arm's mean and width, the model version and what learning needs;
-        the policy keeps it pending until :meth:`~deepbandits.policies.Policy.learn` gets its reward (by the decision or its
-        id), it expires (``reward_timeout``) or the table is full (``max_pending``,
-        ``max_pending_bytes``, ``when_full``). ``mask`` (booleans ``[K_t]``) leaves out
-        unavailable arms: they are never chosen and have propensity 0; a mask with no arm raises.
+        the policy keeps it pending until :meth:`~deepbandits.policies.Policy.learn` gets its
+        reward (by the decision or its id), it expires (``reward_timeout``) or the table is full
+        (``max_pending``, ``max_pending_bytes``, ``when_full``). ``mask`` (booleans ``[K_t]``)
+        leaves out unavailable arms: they are never chosen and have propensity 0; a mask with no
+        arm raises.
         """
         now = time.time()
         with atomic(self):

@@ -37,7 +37,6 @@ from deepbandits.policies.space import Param
 
 if TYPE_CHECKING:
     from deepbandits.policies.parts.trainer import TrainingJob
-    from deepbandits.policies.registry import Recipe
 
 Array = NDArray[np.float64]
 Call = TypeVar("Call", bound=Callable[..., Any])
@@ -88,9 +87,9 @@ class PolicyCore(ABC):
     _own_specs: ClassVar[dict[str, Spec]] = dict(COMMON_SPECS)
     #: Hyperparameters searched by ``deepbandits tune``, each inside its parameter's spec.
     search_space: ClassVar[dict[str, Param]] = {}
-    #: The registry name whose keywords this class takes (:mod:`deepbandits.policies.named`),
-    #: None for a class that no registry name builds as it is.
-    recipe: ClassVar[Recipe | None] = None
+    #: The registry name that builds this class as it is (set by the name's recipe,
+    #: :mod:`deepbandits.policies.named`); read by :meth:`registry_name`.
+    _registry_name: ClassVar[str] = ""
     #: Whether deciding or learning runs torch (a network): the calls that do pin its threads.
     _uses_torch: ClassVar[bool] = False
     #: Whether scoring or learning draws random numbers before a check that may still fail.
@@ -124,8 +123,7 @@ class PolicyCore(ABC):
     def registry_name(cls) -> str:
         """The registry name that builds this class as it is (``""`` for none: a composition
         built by hand, or a subclass of a registered class)."""
-        recipe = vars(cls).get("recipe")
-        return recipe.name if recipe is not None else ""
+        return str(vars(cls).get("_registry_name", ""))
 
     @property
     def parts(self) -> dict[str, Any]:
@@ -240,7 +238,8 @@ class PolicyCore(ABC):
         The torch generator of a policy with a network is not included: deciding never draws
         from it, only training does (its weights' draws at the first decision, its
         minibatches), and its state is part of what a training returns and of
-        :meth:`~deepbandits.policies.Policy.state_dict`. Replaying logged decisions therefore needs this state alone.
+        :meth:`~deepbandits.policies.Policy.state_dict`. Replaying logged decisions therefore
+        needs this state alone.
         """
         return dict(self._rng.bit_generator.state)
 

@@ -9,12 +9,11 @@ name are accepted by :func:`make_policy` and the CLI's ``--policy``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deepbandits._validation import check_choice, check_unknown_keys
+from deepbandits._validation import check_choice
 from deepbandits.errors import (
     CheckpointError,
     CheckpointNotFoundError,
@@ -23,13 +22,9 @@ from deepbandits.errors import (
 )
 from deepbandits.policies.checkpoint import read_checkpoint
 from deepbandits.policies.legacy import upgrade
-from deepbandits.policies.named import named_class
+from deepbandits.policies.named import Recipe
 from deepbandits.policies.params import (
-    COMMON_SPECS,
-    DECISION_DEFAULTS,
     Spec,
-    check_param,
-    check_search_space,
     render_spec,
 )
 from deepbandits.policies.policy import Policy
@@ -37,88 +32,6 @@ from deepbandits.policies.space import Param
 
 if TYPE_CHECKING:
     from deepbandits.envs.base import Environment
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """A registry name: its keywords (type, range, meaning, default), the values it fixes
-    (a variant's defining values) or forbids, the hyperparameters ``deepbandits tune``
-    searches, and how the keywords become a policy: the class they compose (``base``) and
-    ``compose``, which turns the checked keywords into that class's constructor arguments
-    (None: the keywords are the class's own).
-
-    :attr:`policy_class` is the class whose constructor takes the keywords
-    (:func:`~deepbandits.policies.named.named_class`, named ``class_name``; ``base`` itself when
-    the keywords are its own and nothing is fixed): ``LinUCB(alpha=0.1)`` is
-    ``make_policy("linucb", alpha=0.1)``.
-    """
-
-    name: str
-    doc: str
-    specs: dict[str, Spec]
-    defaults: dict[str, Any]
-    base: type[Policy]
-    compose: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    search_space: dict[str, Param] = field(default_factory=dict)
-    fixed: dict[str, Any] = field(default_factory=dict)
-    forbidden: dict[str, Any] = field(default_factory=dict)
-    class_name: str | None = None
-    policy_class: type[Policy] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.base, type) and issubclass(self.base, Policy)):
-            raise InputTypeError(f"base must be a Policy class, but {self.base!r} is given")
-        specs = {**COMMON_SPECS, **self.specs}
-        for key, value in self.forbidden.items():
-            spec = specs[key]
-            if spec.kind == "choice":
-                choices = tuple(c for c in spec.choices if c != value)
-                specs[key] = Spec(spec.kind, spec.doc, choices=choices, optional=spec.optional)
-        object.__setattr__(self, "specs", specs)
-        check_search_space(self.name, specs, self.search_space)
-        own = self.compose is None and not self.fixed and not self.forbidden
-        if own and self.class_name is None:  # the class takes these keywords itself
-            cls = self.base
-            if vars(cls).get("recipe") is None:
-                cls.recipe = self
-        else:
-            cls = named_class(self, self.class_name)
-        object.__setattr__(self, "policy_class", cls)
-
-    @property
-    def param_specs(self) -> dict[str, Spec]:
-        """The spec of every keyword (as a policy class declared them)."""
-        return self.specs
-
-    @property
-    def fixed_params(self) -> dict[str, Any]:
-        return self.fixed
-
-    def keywords(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Every keyword, in the order of :attr:`specs`: as given in ``params``, else its
-        default (a fixed keyword its fixed value)."""
-        given = {**DECISION_DEFAULTS, "seed": None, **self.defaults, **params, **self.fixed}
-        return {key: given[key] for key in self.specs}
-
-    def arguments(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The constructor arguments of :attr:`base` that the keywords ``params`` describe
-        (the rest take their defaults), after checking every keyword."""
-        check_unknown_keys(params, self.specs, self.name)
-        for key, value in self.fixed.items():
-            given = params.get(key, value)
-            if isinstance(given, bool) != isinstance(value, bool) or given != value:
-                raise InputValueError(
-                    f"{self.name} fixes {key}={value!r}, but {params[key]!r} is given"
-                )
-        for key, value in self.forbidden.items():
-            if params.get(key) == value:
-                raise InputValueError(f"{self.name} does not allow {key}={value!r}")
-        p = {key: check_param(key, self.specs[key], v) for key, v in self.keywords(params).items()}
-        options = {k: p.pop(k) for k in COMMON_SPECS}
-        return {**(p if self.compose is None else self.compose(p)), **options}
-
-    def __repr__(self) -> str:
-        return f"Recipe({self.name!r})"
 
 
 POLICIES: dict[str, Recipe] = {}
