@@ -95,6 +95,7 @@ def test_every_registry_name_is_one_policy_class_and_at_most_its_keywords(name):
             "__signature__",
             "param_specs",
             "_own_specs",
+            "_registry_name",
         }
 
 

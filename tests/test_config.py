@@ -8,15 +8,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pydantic import TypeAdapter
 
 from deepbandits.envs import make_env
 from deepbandits.errors import InputValueError
 from deepbandits.experiments.config import (
     CONFIG_DIR,
     PAPER_METRICS,
-    Claim,
     ConfigError,
     ExperimentConfig,
+    LatencyConfig,
+    MatchedConfig,
+    SweepConfig,
     builtin_config,
     builtin_configs,
     load_config,
@@ -68,11 +71,15 @@ def test_every_shipped_config_loads(configs: dict[str, ExperimentConfig]) -> Non
         assert config.quick, f"{name} has no [quick] table"
         assert 0 < config.quick_cpu_s < config.full_cpu_s and config.cost_note
     assert configs["latency"].kind == "latency" and configs["matched"].kind == "matched"
+    assert isinstance(configs["latency"], LatencyConfig)
+    assert isinstance(configs["matched"], MatchedConfig)
     assert configs["quantitative"].seeds == (0, 1, 2, 3, 4)
     assert configs["quantitative"].checkpoints == (0, 2000, 5000, 7500)
     assert configs["model-size"].T == 30000 and configs["model-size"].env.startswith("cifar10")
-    assert configs["demo-h1"].envs == ("h1",) and configs["latency"].envs == ()
-    for name, config in configs.items():
+    assert configs["demo-h1"].envs == ("h1",)
+    sweeps = {n: c for n, c in configs.items() if isinstance(c, SweepConfig)}
+    assert set(sweeps) == NAMES - {"latency", "matched"}
+    for name, config in sweeps.items():
         for metric in (config.paper or {}).get("metrics", {}):
             assert metric in PAPER_METRICS, (name, metric)
 
@@ -94,7 +101,7 @@ def test_quick_scales_down_and_sets_params_where_taken(
         assert quick.T < config.T, name
         assert len(quick.seeds) < len(config.seeds), name
         assert all(c <= quick.T for c in quick.checkpoints), name
-        params = config.quick.get("policy_params", {})
+        params = config.quick.policy_params or {}
         assert len(quick.policy_list()) == len(config.policy_list()), name
         for full, small in zip(config.policy_list(), quick.policy_list(), strict=True):
             policy, given = parse_spec(small)
@@ -122,12 +129,13 @@ def test_quick_values_of_some_configs(configs: dict[str, ExperimentConfig]) -> N
     size = configs["model-size"].scaled(True)  # a quick value replaces the specification's
     assert all("train_start=100," in p and "25000" not in p for p in size.policies)
     latency = configs["latency"].scaled(True)
-    assert latency.options["steps"] == [2, 50] and latency.options["repeats"] == 1
+    assert latency.latency.steps == [2, 50] and latency.latency.repeats == 1
+    assert latency.latency.policies == configs["latency"].latency.policies  # not in the quick
 
 
 def test_matched_protocol(configs: dict[str, ExperimentConfig]) -> None:
     matched = configs["matched"]
-    assert matched.matched_protocol() == MATCHED
+    assert matched.protocol == MATCHED
     quick = replace(
         QUICK_MATCHED,
         envs=("h1",),
@@ -136,18 +144,20 @@ def test_matched_protocol(configs: dict[str, ExperimentConfig]) -> None:
         n_trials=2,
         budget={**MATCHED_BUDGET, "train_steps": 50},  # the quick table's whole budget
     )
-    assert matched.scaled(True).matched_protocol() == quick
-    with pytest.raises(InputValueError, match="kind 'matched'"):
-        configs["linear"].matched_protocol()
+    assert matched.scaled(True).protocol == quick
+    with pytest.raises(InputValueError, match="disjoint"):
+        matched.overridden(seeds=[100], T=None)  # a tuning seed
 
 
-def test_to_dict_round_trips_through_json(configs: dict[str, ExperimentConfig]) -> None:
+def test_every_config_round_trips_through_json(configs: dict[str, ExperimentConfig]) -> None:
+    adapter: TypeAdapter[ExperimentConfig] = TypeAdapter(ExperimentConfig)
     for config in configs.values():
         for version in (config, config.scaled(True)):
-            data = version.to_dict()
+            data = version.model_dump(mode="json")
             assert json.loads(json.dumps(data)) == data
             assert data["name"] == config.name and data["path"] == str(config.path)
-    claim = configs["ablation"].to_dict()["claims"][1]
+            assert adapter.validate_python(data) == version  # the kind picks the model
+    claim = configs["ablation"].model_dump(mode="json")["claims"][1]
     assert claim == {
         "text": claim["text"],
         "check": "below",
@@ -215,22 +225,10 @@ def test_a_sweep_over_several_environments(tmp_path: Path) -> None:
     assert config.env == config.envs[0]  # the first, for callers of one environment
     quick = config.scaled(True)
     assert (quick.envs, quick.T, quick.claims) == (config.envs, 10, config.claims)
-    data = config.to_dict()
+    data = config.model_dump(mode="json")
     assert json.loads(json.dumps(data)) == data and "env" not in data
     assert data["envs"] == list(config.envs)
-    rebuilt = ExperimentConfig(
-        **{
-            **data,
-            "path": Path(data["path"]),
-            "envs": tuple(data["envs"]),
-            "policies": tuple(data["policies"]),
-            "reproduces": tuple(data["reproduces"]),
-            "seeds": tuple(data["seeds"]),
-            "checkpoints": tuple(data["checkpoints"]),
-            "claims": tuple(Claim(**c) for c in data["claims"]),
-        }
-    )
-    assert rebuilt == config
+    assert SweepConfig.model_validate(data) == config
     fixed = builtin_config("noise-fixed")
     assert [make_env(*parse_spec(e)[:1], **parse_spec(e)[1]).noise_std for e in fixed.envs] == [
         0.1,
@@ -371,6 +369,101 @@ BROKEN = {
         'name = "bad"\nkind = "matched"\n[matched]\nreference = "neural-ucb:alpha=1"',
         "matched",
         "not among the policies",
+    ),
+    # the constraints of pydantic's types, in the same words
+    "negative count": (
+        _edit("T = 100", "T = 100\nholdout_size = -3"),
+        "run.holdout_size",
+        "expected an integer >= 1, got -3",
+    ),
+    "bool for an integer": (_edit("T = 100", "T = true"), "run.T", "an integer >= 1, got True"),
+    "float for an integer": (_edit("T = 100", "T = 1.5"), "run.T", "an integer >= 1, got 1.5"),
+    "blank text": (
+        _edit('name = "bad"', 'name = "bad"\ntitle = "  "'),
+        "title",
+        "expected a non-empty string, got '  '",
+    ),
+    "string of the wrong type": (
+        _edit('name = "bad"', 'name = "bad"\ndescription = 3'),
+        "description",
+        "expected a string, got 3",
+    ),
+    "infinite cost": (
+        MINIMAL + "[cost]\nquick_cpu_s = inf\nfull_cpu_s = 1",
+        "cost.quick_cpu_s",
+        "expected a finite number >= 0, got inf",
+    ),
+    "wrong literal": (
+        MINIMAL + CLAIM + 'check = "Lowest"\npolicy = "linucb"',
+        "claims[0].check",
+        "expected one of 'lowest', 'highest', 'below', 'above', got 'Lowest'",
+    ),
+    "kind of the wrong type": (
+        _edit('name = "bad"', 'name = "bad"\nkind = 3'),
+        "kind",
+        "expected one of 'sweep', 'latency', 'matched', got 3",
+    ),
+    "seeds of the wrong type": (
+        _edit('seeds = "0-1"', "seeds = 3"),
+        "run.seeds",
+        'expected seeds such as "0-4" or "1,3,5", or a list of integers >= 0, got 3',
+    ),
+    "empty seeds": (_edit('seeds = "0-1"', "seeds = []"), "run.seeds", "integers >= 0, got []"),
+    "policies not a list": (
+        _edit('policies = ["linucb", "neural-linucb"]', 'policies = "linucb"'),
+        "run.policies",
+        "expected a non-empty list of distinct items, got 'linucb'",
+    ),
+    "run not a table": (
+        _edit("[run]", "run = 3\n[other]"),
+        "run",
+        "expected a [run] table in a config of kind 'sweep', got 3",
+    ),
+    "run missing": (
+        'name = "bad"\n',
+        "run",
+        "a [run] table in a config of kind 'sweep', got nothing",
+    ),
+    "unknown key with a close match": (
+        _edit("T = 100", "T = 100\nchekpoints = [1]"),
+        "run.chekpoints",
+        "(did you mean 'checkpoints'?), got the unknown key 'chekpoints'",
+    ),
+    "unknown quick key with a close match": (
+        LATENCY + "[quick.latency]\nrepeat = 1",
+        "quick.latency.repeat",
+        "expected a key of [quick.latency]: policies, rounds, train_every, steps, feature_dim, "
+        "repeats, threads, paper (did you mean 'repeats'?)",
+    ),
+    "paper of a sweep in a latency config": (
+        LATENCY + '[paper]\nsource = "x"',
+        "paper",
+        "expected no [paper] table in a config of kind 'latency' (a table of kind 'sweep')",
+    ),
+    "latency timing of one number": (
+        LATENCY + "paper = { neural-ucb = [1] }",
+        "latency.paper.neural-ucb",
+        "expected [arm selection seconds, update seconds], got [1]",
+    ),
+    "negative latency timing": (
+        LATENCY + "paper = { neural-ucb = [1, -2] }",
+        "latency.paper.neural-ucb[1]",
+        "expected a finite number >= 0, got -2",
+    ),
+    "quick latency count": (
+        LATENCY + "[quick.latency]\nrounds = 0",
+        "quick.latency.rounds",
+        "expected an integer >= 1, got 0",
+    ),
+    "matched horizon": (
+        'name = "bad"\nkind = "matched"\n[matched]\nT = { h1 = 0 }',
+        "matched.T.h1",
+        "expected an integer >= 1, got 0",
+    ),
+    "matched quick protocol": (
+        'name = "bad"\nkind = "matched"\n[matched]\n[quick.matched]\neval_seeds = [100]',
+        "quick.matched",
+        "settings it refuses (tuning seeds and evaluation seeds must be disjoint",
     ),
 }
 

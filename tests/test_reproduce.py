@@ -121,8 +121,8 @@ def test_the_matched_protocol_takes_its_own_overrides(tmp_path):
     )
     assert set(outcome.summary["n_eval"]) == {1}
     record = json.loads((tmp_path / EXPERIMENT_FILE).read_text())
-    assert record["options"]["n_trials"] == 1 and record["options"]["tuning_seeds"] == [7]
-    assert record["options"]["eval_seeds"] == [0] and record["quick"] is True
+    assert record["protocol"]["n_trials"] == 1 and record["protocol"]["tuning_seeds"] == [7]
+    assert record["protocol"]["eval_seeds"] == [0] and record["quick"] is True
 
 
 def test_expected_cpu_time_is_summed_from_the_configs():

@@ -25,6 +25,7 @@ turns any of them into a one-paragraph message and exit status 2.
 ``ServiceError``            a decision service that cannot be reached or answers with an error
 ``NumericalError``          a result that is not finite although the inputs were valid
 ``ConcurrentUseError``      an output folder already in use by another process
+``JobFailedError``          work given to an executor (a process, a Ray task) that failed there
 =========================== =========================================================
 """
 
@@ -108,6 +109,11 @@ class ConcurrentUseError(DeepBanditsError, RuntimeError):
     """An output folder locked by another running process."""
 
 
+class JobFailedError(DeepBanditsError, RuntimeError):
+    """Work given to an executor (a local process, a Ray task) that failed there: a sweep's
+    runs, a matched protocol's tuning; the message says which and why."""
+
+
 __all__ = [
     "AuthenticationError",
     "CallOrderError",
@@ -122,6 +128,7 @@ __all__ = [
     "ExpiredDecisionError",
     "InputTypeError",
     "InputValueError",
+    "JobFailedError",
     "NumericalError",
     "PayloadTooLargeError",
     "RewardAlreadyLearnedError",

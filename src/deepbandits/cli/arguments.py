@@ -79,7 +79,7 @@ def seed_list(text: str) -> list[int]:
 
     try:
         return parse_seeds(text)
-    except ValueError as exc:
+    except InputValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 

@@ -15,9 +15,10 @@ from deepbandits._io import write_atomic
 from deepbandits._version import __version__
 from deepbandits.errors import DeepBanditsError, InputValueError
 
-#: Exceptions caused by what the user gave or by the machine's files and folders: reported in
-#: one paragraph with exit status 2. Anything else is a bug of the library.
-USER_ERRORS = (DeepBanditsError, ValueError, TypeError, OSError)
+#: Exceptions caused by what the user gave (the library's own, :class:`DeepBanditsError`) or by
+#: the machine's files and folders (``OSError``): reported in one paragraph with exit status 2.
+#: Anything else, a bare ``ValueError`` or ``TypeError`` included, is a bug of the library.
+USER_ERRORS = (DeepBanditsError, OSError)
 
 
 class CommandLineError(InputValueError):

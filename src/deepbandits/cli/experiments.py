@@ -13,6 +13,7 @@ from deepbandits.errors import InputValueError
 from deepbandits.experiments.compare import format_table
 from deepbandits.experiments.config import (
     ExperimentConfig,
+    SweepConfig,
     builtin_config,
     builtin_configs,
     load_config,
@@ -72,7 +73,7 @@ def experiment_command(args: argparse.Namespace) -> int:
     if args.action == "check":
         scaled = config.scaled(args.quick)
         print(f"{args.config}: a valid {scaled.kind} experiment, {scaled.name!r}: {scaled.title}")
-        if scaled.kind == "sweep":
+        if isinstance(scaled, SweepConfig):
             envs = ", ".join(scaled.envs)
             print(f"  env {envs}; T={scaled.T}; seeds {format_seeds(list(scaled.seeds))}")
             for spec in scaled.policy_list():
@@ -108,7 +109,7 @@ def _run_config(args: argparse.Namespace, config: ExperimentConfig) -> int:
             **engine_options(args),
             matched={k: v for k, v in changes.items() if v is not None},
         )
-    if config.kind == "sweep":
+    if isinstance(config, SweepConfig):
         print(format_table(outcome.summary))
         print(f"\nruns:   {out}/<policy>/seed_<s>.json (+ .{args.format})")
     else:

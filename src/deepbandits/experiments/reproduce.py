@@ -1,9 +1,9 @@
 """Run experiment configs: ``deepbandits reproduce NAME | --all`` and ``deepbandits experiment
 run my.toml``.
 
-An experiment is an :class:`~deepbandits.experiments.config.ExperimentConfig` (a TOML file; the
-paper's are shipped under ``deepbandits/experiments/configs``). :func:`run_experiment` runs one
-into a folder according to its ``kind``:
+An experiment is an :data:`~deepbandits.experiments.config.ExperimentConfig` (a TOML file; the
+paper's are shipped under ``deepbandits/experiments/configs``), one model per kind.
+:func:`run_experiment` runs one into a folder by the runner of its model:
 
 * ``sweep``: every policy × seed as one job of the sweep engine
   (:func:`~deepbandits.experiments.compare.compare` on a local or Ray executor; resumable, a
@@ -26,7 +26,8 @@ import sys
 import traceback
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
+from functools import singledispatch
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +35,19 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from deepbandits._io import folder_lock, write_atomic
-from deepbandits._validation import check_int
-from deepbandits.errors import DeepBanditsError, InputValueError
+from deepbandits.errors import DeepBanditsError, InputTypeError, InputValueError
 from deepbandits.experiments.compare import compare, label_of
-from deepbandits.experiments.config import ExperimentConfig, builtin_configs
+from deepbandits.experiments.config import (
+    Experiment,
+    ExperimentConfig,
+    LatencyConfig,
+    MatchedConfig,
+    SweepConfig,
+    builtin_configs,
+)
 from deepbandits.experiments.executors import Executor, executor_or_local
 from deepbandits.experiments.latency import run_latency
-from deepbandits.experiments.matched import matched_protocol, run_matched
+from deepbandits.experiments.matched import run_matched
 from deepbandits.experiments.report import REFERENCE_FILE, build_report, build_suite_report
 from deepbandits.experiments.report.load import EXPERIMENT_FILE, find_comparisons
 from deepbandits.experiments.sweep import SweepFailedError
@@ -70,33 +77,13 @@ def with_overrides(
     T: int | None = None,
 ) -> ExperimentConfig:
     """``config`` scaled down by its ``[quick]`` table when ``quick``, then with ``seeds`` and
-    ``T`` replaced: a sweep's (checkpoints after ``T`` dropped), or a matched protocol's
-    evaluation seeds and every environment's T. A latency experiment takes neither."""
+    ``T`` replaced (its ``overridden``): a sweep's (checkpoints after ``T`` dropped), or a
+    matched protocol's evaluation seeds and every environment's T. A latency experiment takes
+    neither."""
     config = config.scaled(quick)
     if seeds is None and T is None:
         return config
-    if config.kind == "latency":
-        raise InputValueError(
-            f"seeds and T override a sweep's or a matched protocol's settings; {config.name!r} "
-            "is a latency experiment (set rounds and repeats in its config instead)"
-        )
-    if config.kind == "matched":
-        changes = {"eval_seeds": seeds, "T": T}
-        return with_protocol(config, {k: v for k, v in changes.items() if v is not None})
-    if seeds is not None:
-        config = replace(config, seeds=tuple(check_int(s, "seed", minimum=0) for s in seeds))
-    if T is not None:
-        T = check_int(T, "T", minimum=1)
-        config = replace(config, T=T, checkpoints=tuple(c for c in config.checkpoints if c <= T))
-    return config
-
-
-def with_protocol(config: ExperimentConfig, changes: Mapping[str, Any]) -> ExperimentConfig:
-    """A matched config with settings of its protocol replaced (the keywords of
-    :func:`~deepbandits.experiments.matched.matched_protocol`: ``envs``, ``n_trials``,
-    ``eval_seeds``, ``tuning_seeds``, ``T``, ...), checked."""
-    protocol = matched_protocol(base=config.matched_protocol(), **changes)
-    return replace(config, options={**config.options, **asdict(protocol)})
+    return config.overridden(seeds, T)
 
 
 def run_experiment(
@@ -115,9 +102,10 @@ def run_experiment(
 ) -> Outcome:
     """Run ``config`` into ``out`` (see the module documentation); resumable.
 
-    ``executor`` runs a sweep's jobs (default: a :class:`LocalExecutor` on every core). The
-    options of the sweep engine apply to sweeps: ``force`` recomputes finished runs, ``fmt`` is
-    ``"csv"`` or ``"parquet"``, ``device`` (e.g. ``"cuda"``) puts the networks there. A
+    ``executor`` runs a sweep's jobs (default: a :class:`~deepbandits.experiments.LocalExecutor`
+    on every core). The options of the sweep engine apply to sweeps: ``force`` recomputes
+    finished runs, ``fmt`` is ``"csv"`` or ``"parquet"``, ``device`` (e.g. ``"cuda"``) puts the
+    networks there. A
     latency experiment is always measured afresh (``device`` applies); a matched protocol runs
     its tunings on local processes, as many as the executor's workers (every core for a Ray
     executor), and resumes from its studies (``force``, ``fmt`` and ``device`` do not apply);
@@ -136,40 +124,58 @@ def run_experiment(
     """
     config = with_overrides(config, quick=quick, seeds=seeds, T=T)
     if matched:
-        if config.kind != "matched":
+        if not isinstance(config, MatchedConfig):
             raise InputValueError(
                 f"matched replaces a matched protocol's settings; {config.name!r} is a "
                 f"{config.kind} experiment"
             )
-        config = with_protocol(config, matched)
+        config = config.with_protocol(matched)
+    run = _Run(Path(out), quick, force, fmt, device, progress)
     with executor_or_local(executor) as running:
-        return _run(config, Path(out), quick, running, force, fmt, device, progress)
+        return _run(config, run, running)
 
 
-def _run(
-    config: ExperimentConfig,
-    out: Path,
-    quick: bool,
-    executor: Executor,
-    force: bool,
-    fmt: str,
-    device: str | None,
-    progress: bool,
-) -> Outcome:
-    """:func:`run_experiment` once its arguments are resolved."""
-    if config.kind == "latency":
-        with folder_lock(out):
-            table = run_latency(config.options, out, device=device, progress=progress)
-            _record(config, out, quick)
-        return Outcome(config.name, out, table, (out / "latency.md",))
-    if config.kind == "matched":
-        workers = getattr(executor, "workers", None) or os.cpu_count() or 1
-        summary = run_matched(
-            out, protocol=config.matched_protocol(), jobs=workers, progress=progress
-        )
-        with folder_lock(out):
-            _record(config, out, quick)
-        return Outcome(config.name, out, summary, (out / "matched.md",))
+@dataclass(frozen=True)
+class _Run:
+    """The options of one :func:`run_experiment` call, once resolved."""
+
+    out: Path
+    quick: bool
+    force: bool
+    fmt: str
+    device: str | None
+    progress: bool
+
+
+@singledispatch
+def _run(config: Experiment, run: _Run, executor: Executor) -> Outcome:
+    """Run ``config`` as its kind's model says (one registered function per model)."""
+    raise InputTypeError(f"no runner for a {type(config).__name__}")
+
+
+@_run.register
+def _run_latency(config: LatencyConfig, run: _Run, executor: Executor) -> Outcome:
+    out = run.out
+    with folder_lock(out):
+        settings = config.latency.model_dump()
+        table = run_latency(settings, out, device=run.device, progress=run.progress)
+        _record(config, out, run.quick)
+    return Outcome(config.name, out, table, (out / "latency.md",))
+
+
+@_run.register
+def _run_matched(config: MatchedConfig, run: _Run, executor: Executor) -> Outcome:
+    out = run.out
+    workers = getattr(executor, "workers", None) or os.cpu_count() or 1
+    summary = run_matched(out, protocol=config.protocol, jobs=workers, progress=run.progress)
+    with folder_lock(out):
+        _record(config, out, run.quick)
+    return Outcome(config.name, out, summary, (out / "matched.md",))
+
+
+@_run.register
+def _run_sweep(config: SweepConfig, run: _Run, executor: Executor) -> Outcome:
+    out, quick = run.out, run.quick
     folders = {env: out if len(config.envs) == 1 else out / label_of(env) for env in config.envs}
     summaries, failures = [], []
     for env, folder in folders.items():
@@ -182,10 +188,10 @@ def _run(
                     config.T,
                     folder,
                     executor=executor,
-                    force=force,
-                    fmt=fmt,
-                    device=device,
-                    progress=progress,
+                    force=run.force,
+                    fmt=run.fmt,
+                    device=run.device,
+                    progress=run.progress,
                     checkpoints=config.checkpoints,
                     holdout_size=config.holdout_size,
                 ).assign(env=env)
@@ -207,11 +213,11 @@ def _run(
 
 
 def _sweep_report(
-    config: ExperimentConfig, out: Path, folders: Iterable[Path], quick: bool
+    config: SweepConfig, out: Path, folders: Iterable[Path], quick: bool
 ) -> tuple[Path, ...]:
     """Write the paper's numbers and claims beside every comparison of a sweep, then its
     report (``out/report``; a ``quick`` one judges no claim); nothing when no run finished."""
-    reference = {**(config.paper or {}), "claims": [asdict(c) for c in config.claims]}
+    reference = {**(config.paper or {}), "claims": [c.model_dump() for c in config.claims]}
     for folder in folders:
         write_atomic(folder / REFERENCE_FILE, json.dumps(reference, indent=2))
     if not find_comparisons(out):
@@ -219,12 +225,13 @@ def _sweep_report(
     return tuple(build_report(out, out / "report", quick=quick))
 
 
-def _record(config: ExperimentConfig, out: Path, quick: bool) -> None:
+def _record(config: Experiment, out: Path, quick: bool) -> None:
     """``out/experiment.json``: the config as it ran."""
-    write_atomic(out / EXPERIMENT_FILE, json.dumps({**config.to_dict(), "quick": quick}, indent=2))
+    record = {**config.model_dump(mode="json"), "quick": quick}
+    write_atomic(out / EXPERIMENT_FILE, json.dumps(record, indent=2))
 
 
-def expected_cpu_seconds(configs: Sequence[ExperimentConfig], quick: bool) -> float:
+def expected_cpu_seconds(configs: Sequence[Experiment], quick: bool) -> float:
     """The sum of the configs' expected CPU seconds (``[cost]``), quick or full; a config
     without a ``[cost]`` table counts as 0."""
     return float(sum((c.quick_cpu_s if quick else c.full_cpu_s) or 0.0 for c in configs))

@@ -187,10 +187,10 @@ def load_finished(stem: str | Path) -> RunResult:
     try:
         config = json.loads(json_path.read_text(encoding="utf-8"))
         if not isinstance(config, dict):
-            raise ValueError(f"a JSON object is expected, not {type(config).__name__}")
+            raise DataError(f"a JSON object is expected, not {type(config).__name__}")
         files = config.get("files")
         if files is not None and not isinstance(files, dict):
-            raise ValueError(f'"files" must be a JSON object, not {files!r}')
+            raise DataError(f'"files" must be a JSON object, not {files!r}')
         recorded = files or {}
         records_path = _recorded_path(stem, recorded, "records")
         records = _read_table(records_path, recorded.get("records"))

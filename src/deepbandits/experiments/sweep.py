@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 
 from deepbandits._io import write_atomic
 from deepbandits._validation import check_choice
-from deepbandits.errors import DataError, DeepBanditsError, InputTypeError, InputValueError
+from deepbandits.errors import DataError, InputTypeError, InputValueError, JobFailedError
 from deepbandits.experiments.executors import Executor, Failure, LocalExecutor
 from deepbandits.experiments.jobs import Job, build_env, hash_identity, identity_of
 from deepbandits.experiments.storage import (
@@ -65,7 +65,7 @@ class SweepResult:
     failed: list[Failure] = field(default_factory=list)
 
 
-class SweepFailedError(DeepBanditsError, RuntimeError):
+class SweepFailedError(JobFailedError):
     """Jobs of a sweep raised (raised by a caller of :func:`run_sweep`, such as
     :func:`~deepbandits.experiments.compare`, once it has written what it makes of the runs
     that finished): :attr:`failures` holds each, each recorded in its ``<stem>.failed.json``."""

@@ -6,11 +6,13 @@ key is checked (type, range, allowed values; an unknown key is an error with the
 one suggested), every policy and environment specification is built once, and a
 :class:`ConfigError` names the file, the dotted key, what was expected and what was given.
 
-One pydantic model per kind validates a file (:class:`SweepFile`, :class:`LatencyFile`,
-:class:`MatchedFile`: :mod:`~deepbandits.experiments.config.sweep`, ``.latency``,
-``.matched``; their value types in ``.fields``), and :func:`load_config` turns the validated
-file into an :class:`ExperimentConfig` (``.model``); a pydantic error becomes a
-:class:`ConfigError` (``.errors``), never reaches the caller as it is.
+Each kind has a module (:mod:`~deepbandits.experiments.config.sweep`, ``.latency``,
+``.matched``) with two pydantic models: its file (:class:`SweepFile`, :class:`LatencyFile`,
+:class:`MatchedFile`), validated key by key with the value types of ``.fields``, and the
+experiment it makes (:class:`SweepConfig`, :class:`LatencyConfig`, :class:`MatchedConfig`).
+:data:`ExperimentConfig` is their union, told apart by ``kind`` (``.model``); what every kind
+has is in ``.common``. A pydantic error becomes a :class:`ConfigError` (``.errors``), never
+reaches the caller as it is.
 
 Schema (``[run]``, ``[latency]`` or ``[matched]`` according to ``kind``)::
 
@@ -67,7 +69,7 @@ Dataset environments are not loaded during validation (only their name and keywo
 checked); synthetic ones are built.
 """
 
-from deepbandits.experiments.config.common import SECTIONS
+from deepbandits.experiments.config.common import Experiment
 from deepbandits.experiments.config.errors import ConfigError
 from deepbandits.experiments.config.fields import ALL
 from deepbandits.experiments.config.files import (
@@ -76,10 +78,17 @@ from deepbandits.experiments.config.files import (
     builtin_configs,
     load_config,
 )
-from deepbandits.experiments.config.latency import LatencyFile
-from deepbandits.experiments.config.matched import MatchedFile
-from deepbandits.experiments.config.model import Claim, ExperimentConfig
-from deepbandits.experiments.config.sweep import CHECKS, METRICS, PAPER_METRICS, SweepFile
+from deepbandits.experiments.config.latency import LatencyConfig, LatencyFile
+from deepbandits.experiments.config.matched import MatchedConfig, MatchedFile
+from deepbandits.experiments.config.model import ExperimentConfig
+from deepbandits.experiments.config.sweep import (
+    CHECKS,
+    METRICS,
+    PAPER_METRICS,
+    Claim,
+    SweepConfig,
+    SweepFile,
+)
 
 __all__ = [
     "ALL",
@@ -87,12 +96,15 @@ __all__ = [
     "CONFIG_DIR",
     "METRICS",
     "PAPER_METRICS",
-    "SECTIONS",
     "Claim",
     "ConfigError",
+    "Experiment",
     "ExperimentConfig",
+    "LatencyConfig",
     "LatencyFile",
+    "MatchedConfig",
     "MatchedFile",
+    "SweepConfig",
     "SweepFile",
     "builtin_config",
     "builtin_configs",

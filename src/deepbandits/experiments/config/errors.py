@@ -150,12 +150,11 @@ def _unknown_key(
     parent, _ = _at(root, loc[:-1])
     name = str(loc[-1])
     union, said = _bare(root)
-    if said.discriminator is not None and len(key_loc) == 1:
-        owners = [m for m in get_args(union) if name in m.model_fields and m is not parent]
-        for owner in owners[:1]:
-            kind = owner.model_fields[said.discriminator].default
-            expected = f"no [{name}] table in a config of kind {loc[0]!r} (one of kind {kind!r})"
-            return ConfigError(path, name, expected, show(value))
+    owner = next((m for m in get_args(union) if name in m.model_fields), None)
+    if said.discriminator is not None and len(key_loc) == 1 and owner is not None:
+        kind = owner.model_fields[said.discriminator].default
+        expected = f"no [{name}] table in a config of kind {loc[0]!r} (a table of kind {kind!r})"
+        return ConfigError(path, name, expected, show(value))
     allowed = list(parent.model_fields)
     close = get_close_matches(name, allowed, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -183,6 +182,7 @@ def config_error(path: Path, root: Any, error: ValidationError) -> ConfigError:
         got = ctx["shown"] or show(value if ctx["got"] is _VALUE else ctx["got"])
         return ConfigError(path, _join(_dotted(key_loc), ctx["at"]), expected, got, ctx["detail"])
     if key_loc and key_loc[-1] == "[key]":  # a key of a table of values that does not fit
-        return ConfigError(path, _dotted(key_loc[:-1]), _at(root, loc)[1], show(value))
+        expected = _at(root, (*loc[:-2], "[key]"))[1]
+        return ConfigError(path, _dotted(key_loc[:-1]), expected, show(value))
     given = MISSING if kind == "missing" else value
     return ConfigError(path, _dotted(key_loc), _at(root, loc)[1], show(given))

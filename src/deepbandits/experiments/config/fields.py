@@ -1,145 +1,71 @@
-"""The value types of config keys, as pydantic annotations: each checks a TOML value and, when
-it does not fit, says what was expected (:func:`~deepbandits.experiments.config.errors.bad`),
-in the words the error message shows."""
+"""The value types of config keys: pydantic types and constraints, each with the words an error
+message says it expected (its ``description``). A custom validator only says what pydantic
+cannot: a specification that builds, items given once, seeds written as a range, ``["all"]``."""
 
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
-from pydantic_core import PydanticCustomError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
 from deepbandits.envs import CLASSIFICATION_ENVS, ENVS, ClassificationEnv, make_env
 from deepbandits.envs.synthetic import REWARD_FUNCTIONS
 from deepbandits.errors import DeepBanditsError, InputValueError
-from deepbandits.experiments.config.errors import Expect, bad, given
-from deepbandits.policies import make_policy
+from deepbandits.experiments.config.errors import bad
+from deepbandits.policies import distinct_policy_names, make_policy
 from deepbandits.specs import parse_seeds, parse_spec
 
 #: Policy specification meaning every distinct registered policy
 #: (:func:`~deepbandits.policies.distinct_policy_names`).
 ALL = "all"
 
-Check = Callable[[Any], Any]
-
 
 class Table(BaseModel):
-    """A table of a config file: unknown keys refused, values never coerced (a TOML string is
-    not an integer), the model frozen."""
+    """A table of a config file: unknown keys refused, values never coerced (strict: a TOML
+    string is not an integer), the model frozen."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
-
-def key(expected: str, check: Check) -> Any:
-    """The annotation of a key whose values ``check`` accepts (and converts); ``expected`` is
-    what a missing one says."""
-    return Annotated[Any, BeforeValidator(check), Expect(expected)]
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-def text(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        bad("a non-empty string")
-    return value
+def _distinct(items: list[Any]) -> list[Any]:
+    for i, item in enumerate(items):
+        if item in items[:i]:
+            bad("distinct items (each once)", at=f"[{i}]", got=item, detail="given twice")
+    return items
 
 
-def string(value: Any) -> str:
+def _seed_range(value: Any) -> Any:
+    """Seeds written as text (``"0-4"``, ``"1,3,5"``) as their list; any other value as it is."""
     if not isinstance(value, str):
-        bad("a string")
-    return value
-
-
-def choice(options: tuple[str, ...]) -> Check:
-    def check(value: Any) -> str:
-        if value not in options:
-            bad(f"one of {', '.join(map(repr, options))}")
-        return str(value)
-
-    return check
-
-
-def integer(minimum: int) -> Check:
-    def check(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            bad(f"an integer >= {minimum}")
         return value
-
-    return check
-
-
-def number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        bad("a finite number >= 0")
-    if not math.isfinite(value) or value < 0:
-        bad("a finite number >= 0")
-    return float(value)
-
-
-def _inside(check: Check, item: Any, at: str) -> Any:
-    """``check(item)``, its refusal moved to ``at`` inside the value."""
     try:
-        return check(item)
-    except PydanticCustomError as e:
-        ctx = e.context or {}
-        bad(ctx["expected"], at=at + ctx["at"], got=given(ctx, item), detail=ctx["detail"])
+        return parse_seeds(value)
+    except InputValueError as e:
+        bad(detail=str(e))
 
 
-def items(check: Check, *, distinct: bool = False, empty: bool = False) -> Check:
-    """A list whose items ``check`` accepts (their keys ``[i]``)."""
-    what = f"a {'' if empty else 'non-empty '}list{' of distinct items' if distinct else ''}"
+def _builds(build: Callable[[str], object]) -> AfterValidator:
+    """A specification that ``build`` accepts; its error becomes the detail."""
 
-    def check_list(value: Any) -> list[Any]:
-        if not isinstance(value, list) or (not value and not empty):
-            bad(what)
-        out: list[Any] = []
-        for i, item in enumerate(value):
-            out.append(_inside(check, item, f"[{i}]"))
-            if distinct and out[-1] in out[:-1]:
-                bad(f"{what} (each once)", at=f"[{i}]", got=item, detail="given twice")
-        return out
-
-    return check_list
-
-
-def mapping(check: Check) -> Check:
-    """A table whose values ``check`` accepts (their keys ``.name``)."""
-
-    def check_table(value: Any) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            bad("a table")
-        return {k: _inside(check, v, f".{k}") for k, v in value.items()}
-
-    return check_table
-
-
-def table(value: Any) -> dict[str, Any]:
-    return mapping(lambda v: v)(value)
-
-
-def seeds(value: Any) -> list[int]:
-    if isinstance(value, str):
+    def check(spec: str) -> str:
         try:
-            return parse_seeds(value)
-        except InputValueError as e:
-            bad('seeds such as "0-4" or "1,3,5"', detail=str(e))
-    return items(integer(0), distinct=True)(value)
+            build(spec)
+        except DeepBanditsError as e:
+            bad(detail=str(e))
+        return spec
 
-
-def built(what: str, build: Callable[[str], Any]) -> Check:
-    """A specification string that ``build`` accepts; its error becomes the detail."""
-
-    def check(value: Any) -> str:
-        if not isinstance(value, str) or not value.strip():
-            bad(what)
-        try:
-            build(value)
-        except (DeepBanditsError, ValueError, TypeError) as e:
-            bad(what, detail=str(e))
-        return value
-
-    return check
+    return AfterValidator(check)
 
 
 def build_policy(spec: str) -> None:
@@ -174,41 +100,47 @@ def build_env(spec: str) -> None:
         )
 
 
-policy = built("a policy specification NAME[:key=value,...] that builds", build_policy)
-env = built("an environment specification NAME[:key=value,...]", build_env)
-env_list = items(env, distinct=True)
+def _all_or_each(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """``["all"]`` as it is; any other list checked item by item."""
+    return [ALL] if value == [ALL] else handler(value)
 
 
-def policies(allow_all: bool) -> Check:
-    specs = items(policy, distinct=True)
-
-    def check(value: Any) -> list[str]:
-        if allow_all and value == [ALL]:
-            return [ALL]
-        return specs(value)
-
-    return check
+def policy_list(specs: list[str] | tuple[str, ...]) -> list[str]:
+    """``specs`` with ``["all"]`` expanded to every distinct registered policy."""
+    return distinct_policy_names() if list(specs) == [ALL] else list(specs)
 
 
-def pair(value: Any) -> list[float]:
-    if not isinstance(value, list) or len(value) != 2:
-        bad("[arm selection seconds, update seconds]")
-    return [number(v) for v in value]
+def distinct_list(item: Any, description: str, min_length: int = 1) -> Any:
+    """The type of a list of ``item`` values (at least ``min_length``), each given once."""
+    return Annotated[
+        list[item],  # type: ignore[valid-type]
+        Field(min_length=min_length, description=description),
+        AfterValidator(_distinct),
+    ]
 
 
-Text = key("a non-empty string", text)
-String = key("a string", string)
-Number = key("a finite number >= 0", number)
-Seeds = key('seeds such as "0-4" or "1,3,5", or a list of integers >= 0', seeds)
-AnyTable = key("a table", table)
-
-
-Count = key("an integer >= 1", integer(1))
-Seed = key("an integer >= 0", integer(0))
-EnvSpec = key("an environment specification NAME[:key=value,...]", env)
-EnvList = key("a non-empty list", env_list)
-PolicyList = key("a non-empty list of distinct items", policies(allow_all=False))
-PolicyListOrAll = key("a non-empty list of distinct items", policies(allow_all=True))
-TextList = key("a list", items(text, empty=True))
-DistinctTexts = key("a non-empty list", items(text, distinct=True))
-TextTable = key("a table", mapping(text))
+Text = Annotated[str, StringConstraints(pattern=r"\S"), Field(description="a non-empty string")]
+String = Annotated[str, Field(description="a string")]
+Count = Annotated[int, Field(ge=1, description="an integer >= 1")]
+Seed = Annotated[int, Field(ge=0, description="an integer >= 0")]
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False, description="a finite number >= 0")]
+AnyTable = Annotated[dict[str, Any], Field(description="a table")]
+TextTable = Annotated[dict[str, Text], Field(description="a table")]
+TextList = Annotated[list[Text], Field(description="a list")]
+DistinctTexts = distinct_list(Text, "a non-empty list of distinct items")
+Seeds = Annotated[
+    distinct_list(Seed, 'seeds such as "0-4" or "1,3,5", or a list of integers >= 0'),
+    BeforeValidator(_seed_range),
+]
+Checkpoints = distinct_list(Seed, "a list", min_length=0)
+PolicySpec = Annotated[
+    Text,
+    _builds(build_policy),
+    Field(description="a policy specification NAME[:key=value,...] that builds"),
+]
+EnvSpec = Annotated[
+    Text, _builds(build_env), Field(description="an environment specification NAME[:key=value,...]")
+]
+PolicyList = distinct_list(PolicySpec, "a non-empty list of distinct items")
+PolicyListOrAll = Annotated[PolicyList, WrapValidator(_all_or_each)]
+EnvList = distinct_list(EnvSpec, "a non-empty list of distinct items")

@@ -9,24 +9,15 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from deepbandits.errors import InputValueError
-from deepbandits.experiments.config.common import SECTIONS, ConfigFile
-from deepbandits.experiments.config.errors import ConfigError, config_error, show
-from deepbandits.experiments.config.latency import LatencyFile
-from deepbandits.experiments.config.matched import MatchedFile
-from deepbandits.experiments.config.model import ExperimentConfig
-from deepbandits.experiments.config.sweep import SweepFile
+from deepbandits.experiments.config.errors import ConfigError, config_error
+from deepbandits.experiments.config.model import ConfigFileOfAnyKind, ExperimentConfig
 
 #: Folder of the shipped configs (package data).
 CONFIG_DIR = Path(__file__).parent.parent / "configs"
-#: The model of each kind's file.
-MODELS: dict[str, type[SweepFile | LatencyFile | MatchedFile]] = {
-    "sweep": SweepFile,
-    "latency": LatencyFile,
-    "matched": MatchedFile,
-}
+_FILES: TypeAdapter[ConfigFileOfAnyKind] = TypeAdapter(ConfigFileOfAnyKind)
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -54,17 +45,12 @@ def load_config(path: str | Path) -> ExperimentConfig:
         not build (naming the dotted key, what was expected and what was given).
     """
     path = Path(path)
-    data = _read(path)
-    kind = data.get("kind", "sweep")
-    if kind not in SECTIONS:
-        expected = f"one of {', '.join(map(repr, SECTIONS))}"
-        raise ConfigError(path, "kind", expected, show(kind))
-    model: type[ConfigFile] = MODELS[kind]
+    data = {"kind": "sweep", **_read(path)}
     try:
-        validated = model.model_validate(data, context={"path": path})
+        validated = _FILES.validate_python(data, context={"path": path})
     except ValidationError as e:
-        raise config_error(path, model, e) from None
-    return validated.to_config(path)  # type: ignore[attr-defined]
+        raise config_error(path, ConfigFileOfAnyKind, e) from None
+    return validated.to_config(path)
 
 
 def builtin_configs() -> dict[str, ExperimentConfig]:

@@ -1,20 +1,22 @@
 """Kind ``"sweep"``: policies × seeds on one or several environments, with the paper's numbers
-and its claims (:class:`SweepFile`)."""
+and its claims: the file (:class:`SweepFile`) and the experiment (:class:`SweepConfig`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
+from deepbandits._validation import check_int
 from deepbandits.errors import DeepBanditsError
 from deepbandits.experiments.compare import label_of
-from deepbandits.experiments.config.common import ConfigFile
-from deepbandits.experiments.config.errors import MISSING, Expect, bad
+from deepbandits.experiments.config.common import ConfigFile, Experiment
+from deepbandits.experiments.config.errors import MISSING, bad
 from deepbandits.experiments.config.fields import (
-    ALL,
     AnyTable,
+    Checkpoints,
     Count,
     EnvList,
     EnvSpec,
@@ -24,19 +26,13 @@ from deepbandits.experiments.config.fields import (
     Text,
     TextTable,
     build_policy,
-    choice,
-    integer,
-    items,
-    key,
-    mapping,
-    text,
+    policy_list,
 )
-from deepbandits.experiments.config.model import Claim, ExperimentConfig, with_policy_params
 from deepbandits.experiments.report.paper import CHECKS as CLAIM_CHECKS
 from deepbandits.experiments.report.tables import METRICS as SUMMARY_METRICS
 from deepbandits.experiments.report.tables import RUN_METRICS
-from deepbandits.policies import distinct_policy_names, make_policy
-from deepbandits.specs import parse_spec
+from deepbandits.policies import make_policy
+from deepbandits.specs import parse_spec, with_params
 
 #: Checks a claim can make (:data:`deepbandits.experiments.report.paper.CHECKS`).
 CHECKS = tuple(CLAIM_CHECKS)
@@ -46,25 +42,21 @@ METRICS = RUN_METRICS
 #: Metrics the paper's numbers may name: those of the report's summary over seeds
 #: (:data:`deepbandits.experiments.report.tables.METRICS`), beside which they are printed.
 PAPER_METRICS = tuple(k for k, _ in SUMMARY_METRICS)
-#: The paper's values: policy -> metric -> text.
-PaperValues = key("a table", mapping(mapping(text)))
-#: What a claim checks.
-Check = key(f"one of {', '.join(map(repr, CHECKS))}", choice(CHECKS))
-#: The per-run metric a claim compares.
-Metric = key(f"one of {', '.join(map(repr, METRICS))}", choice(METRICS))
-
-Checkpoints = key("a list", items(integer(0), distinct=True, empty=True))
+PaperMetric = Annotated[
+    Literal[PAPER_METRICS],  # type: ignore[valid-type]
+    Field(description=f"a metric of the report's summary: one of {', '.join(PAPER_METRICS)}"),
+]
 
 
 class RunTable(Table):
     """``[run]``: exactly one of ``env`` and ``envs`` (each a distinct folder label)."""
 
-    env: EnvSpec = None
-    envs: EnvList = None
+    env: EnvSpec | None = None
+    envs: EnvList | None = None
     policies: PolicyListOrAll
     T: Count
     seeds: Seeds
-    checkpoints: Checkpoints = ()
+    checkpoints: Checkpoints = Field(default_factory=list)
     holdout_size: Count = 500
 
     @model_validator(mode="after")
@@ -76,40 +68,37 @@ class RunTable(Table):
         labels = [label_of(e) for e in self.envs or ()]
         for i, label in enumerate(labels):
             if label in labels[:i]:
-                first = self.envs[labels.index(label)]
+                first = self.envs[labels.index(label)]  # type: ignore[index]
                 detail = f"{first!r} has the same label {label!r}"
                 expected = "environments with distinct folder labels"
-                bad(expected, at=f"envs[{i}]", got=self.envs[i], detail=detail)
+                bad(expected, at=f"envs[{i}]", got=self.envs[i], detail=detail)  # type: ignore[index]
         if max(self.checkpoints, default=0) > self.T:
             bad(f"checkpoints <= T = {self.T}", at="checkpoints", got=self.checkpoints)
         return self
 
 
 class QuickRun(Table):
-    """``[quick]`` of a sweep: what ``--quick`` replaces."""
+    """``[quick]`` of a sweep: what ``--quick`` replaces (:meth:`SweepConfig.scaled`)."""
 
-    T: Count = None
-    seeds: Seeds = None
-    checkpoints: Checkpoints = None
-    policy_params: AnyTable = None
+    T: Count | None = None
+    seeds: Seeds | None = None
+    checkpoints: Checkpoints | None = None
+    policy_params: AnyTable | None = None
 
 
 class PaperTable(Table):
     """``[paper]``: the paper's printed numbers, printed beside the report's summary."""
 
     source: Text
-    metrics: TextTable
-    values: PaperValues
+    metrics: dict[PaperMetric, Text]
+    #: policy -> metric -> text
+    values: Annotated[dict[str, TextTable], Field(description="a table")]
     #: published algorithms the config does not run (a record's holder, named as its source
     #: names it): their values are printed beside the measured policies
-    others: Annotated[tuple[str, ...], Expect("an array of names")] = ()
+    others: Annotated[list[Text], Field(default_factory=list, description="an array of names")]
 
     @model_validator(mode="after")
     def _check(self) -> PaperTable:
-        for metric in self.metrics:
-            if metric not in PAPER_METRICS:
-                expected = f"a metric of the report's summary: one of {', '.join(PAPER_METRICS)}"
-                bad(expected, at=f"metrics.{metric}", got=metric)
         for policy, values in self.values.items():
             for metric in values:
                 if metric not in self.metrics:
@@ -118,17 +107,23 @@ class PaperTable(Table):
         return self
 
 
-class ClaimTable(Table):
-    """``[[claims]]``: see :class:`~deepbandits.experiments.config.model.Claim`."""
+class Claim(Table):
+    """What the paper's text says of a figure (``[[claims]]``), as a check on the measured
+    per-run table.
+
+    ``"lowest"`` (``"highest"``): ``policy``'s mean ``metric`` over seeds is the lowest
+    (highest) of all policies; ``"below"`` (``"above"``): ``policy``'s mean is below (above)
+    ``than``'s.
+    """
 
     text: Text
-    check: Check
+    check: Literal[CHECKS]  # type: ignore[valid-type]
     policy: Text
-    metric: Metric = "final_regret"
-    than: Text = None
+    metric: Literal[METRICS] = "final_regret"  # type: ignore[valid-type]
+    than: Text | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> ClaimTable:
+    def _check(self) -> Claim:
         against_best = CLAIM_CHECKS[self.check][0]
         if not against_best and self.than is None:
             bad(f"the policy to compare with (check {self.check!r})", at="than", got=MISSING)
@@ -140,23 +135,20 @@ class ClaimTable(Table):
 class SweepFile(ConfigFile):
     """A config file of kind ``"sweep"``."""
 
-    KIND: ClassVar[str] = "sweep"
-
-    run: RunTable
+    kind: Literal["sweep"] = "sweep"
+    run: Annotated[RunTable, Field(description="a [run] table in a config of kind 'sweep'")]
     quick: QuickRun = QuickRun()
     paper: PaperTable | None = None
-    claims: Annotated[tuple[ClaimTable, ...], Expect("an array of tables [[claims]]")] = ()
-
-    def policy_list(self) -> list[str]:
-        specs = self.run.policies
-        return distinct_policy_names() if specs == [ALL] else list(specs)
+    claims: Annotated[
+        list[Claim], Field(default_factory=list, description="an array of tables [[claims]]")
+    ]
 
     @model_validator(mode="after")
     def _check_references(self) -> SweepFile:
         """Claims and the paper's values name policies of the config; a claim compares two;
         the quick checkpoints fit the quick T; the quick policy parameters are taken and keep
         the policies distinct."""
-        policies = self.policy_list()
+        policies = policy_list(self.run.policies)
         expected = f"a policy of run.policies ({', '.join(policies)})"
         for i, claim in enumerate(self.claims):
             for attr in ("policy", "than"):
@@ -192,7 +184,7 @@ class SweepFile(ConfigFile):
         for i, spec in enumerate(quick):
             try:
                 build_policy(spec)
-            except (DeepBanditsError, ValueError, TypeError) as e:
+            except DeepBanditsError as e:
                 expected = "parameters the policies accept"
                 bad(expected, at="quick.policy_params", got=params, detail=f"{spec}: {e}")
             if spec in quick[:i]:
@@ -200,19 +192,109 @@ class SweepFile(ConfigFile):
                 expected = "parameters that keep the policies distinct"
                 bad(expected, at="quick.policy_params", got=params, detail=detail)
 
-    def to_config(self, path: Path) -> ExperimentConfig:
+    def to_config(self, path: Path) -> SweepConfig:
+        """The experiment of the file at ``path``."""
         run = self.run
-        paper: dict[str, Any] | None = None if self.paper is None else self.paper.model_dump()
-        return ExperimentConfig(
+        return SweepConfig(
             **self.common(path),
-            envs=(run.env,) if run.env is not None else tuple(run.envs),
+            envs=(run.env,) if run.env is not None else tuple(run.envs or ()),
             policies=tuple(run.policies),
             T=run.T,
             seeds=tuple(run.seeds),
             checkpoints=tuple(sorted(run.checkpoints)),
             holdout_size=run.holdout_size,
-            options={},
-            quick=self.quick.model_dump(exclude_none=True),
-            paper=paper,
-            claims=tuple(Claim(**c.model_dump()) for c in self.claims),
+            quick=None if self.quick == QuickRun() else self.quick,
+            paper=None if self.paper is None else self.paper.model_dump(),
+            claims=tuple(self.claims),
         )
+
+
+class SweepConfig(Experiment):
+    """A sweep (kind ``"sweep"``): ``policies`` × ``seeds`` on each of ``envs``, as ``[run]``
+    says (``[run]``'s ``env``, or its ``envs``: one comparison each, the claims checked in
+    each), with the paper's printed numbers (``paper``: ``{"source", "metrics", "values",
+    "others"}``, as ``paper_reference.json``) and its ``claims``; ``quick`` is the ``[quick]``
+    table (None without one; :meth:`scaled`)."""
+
+    kind: Literal["sweep"] = "sweep"
+    envs: tuple[str, ...]
+    policies: tuple[str, ...]
+    T: int
+    seeds: tuple[int, ...]
+    checkpoints: tuple[int, ...] = ()
+    holdout_size: int = 500
+    quick: QuickRun | None = None
+    paper: dict[str, Any] | None = None
+    claims: tuple[Claim, ...] = ()
+
+    @property
+    def env(self) -> str:
+        """The first of ``envs``, for callers of one environment."""
+        return self.envs[0]
+
+    def policy_list(self) -> list[str]:
+        """The policy specifications to run: ``["all"]`` expanded to every distinct
+        registered policy (:func:`~deepbandits.policies.distinct_policy_names`)."""
+        return policy_list(self.policies)
+
+    def scaled(self, quick: bool) -> SweepConfig:
+        """The config with its ``[quick]`` changes applied (``quick=True``), else itself.
+
+        ``T``, ``seeds`` and ``checkpoints`` replaced (without quick checkpoints, those after
+        the quick ``T`` are dropped); each ``policy_params`` key set in every policy that takes
+        it (:meth:`~deepbandits.policies.Policy.get_params`), replacing the value its
+        specification gives; claims and the paper's values follow the renamed specifications.
+        """
+        if not quick or self.quick is None:
+            return self
+        T = self.quick.T or self.T
+        if self.quick.checkpoints is not None:
+            checkpoints = tuple(sorted(self.quick.checkpoints))
+        else:
+            checkpoints = tuple(c for c in self.checkpoints if c <= T)
+        params = self.quick.policy_params or {}
+        names = self.policy_list() if params else list(self.policies)
+        renamed = {spec: with_policy_params(spec, params) for spec in names}
+        paper = self.paper
+        if paper is not None:
+            paper = {**paper, "values": {renamed.get(k, k): v for k, v in paper["values"].items()}}
+        claims = tuple(
+            c.model_copy(
+                update={
+                    "policy": renamed.get(c.policy, c.policy),
+                    "than": None if c.than is None else renamed.get(c.than, c.than),
+                }
+            )
+            for c in self.claims
+        )
+        return self.model_copy(
+            update={
+                "T": T,
+                "seeds": tuple(self.quick.seeds or self.seeds),
+                "checkpoints": checkpoints,
+                "policies": tuple(renamed.values()),
+                "paper": paper,
+                "claims": claims,
+            }
+        )
+
+    def overridden(self, seeds: Sequence[int] | None, T: int | None) -> SweepConfig:
+        """The sweep with ``seeds`` and ``T`` replaced (None: kept); checkpoints after ``T``
+        dropped."""
+        config = self
+        if seeds is not None:
+            checked = tuple(check_int(s, "seed", minimum=0) for s in seeds)
+            config = config.model_copy(update={"seeds": checked})
+        if T is not None:
+            T = check_int(T, "T", minimum=1)
+            kept = tuple(c for c in config.checkpoints if c <= T)
+            config = config.model_copy(update={"T": T, "checkpoints": kept})
+        return config
+
+
+def with_policy_params(spec: str, params: Mapping[str, Any]) -> str:
+    """``spec`` with the keys of ``params`` that its policy takes set (replacing its own)."""
+    name, given = parse_spec(spec)
+    accepted = make_policy(name).get_params()
+    taken = {k: v for k, v in params.items() if k in accepted}
+    return with_params(name, {**given, **taken}) if taken else spec

@@ -44,6 +44,7 @@ import pandas as pd
 
 from deepbandits._io import folder_lock, write_atomic
 from deepbandits._validation import check_int
+from deepbandits.errors import InputValueError
 from deepbandits.experiments.compare import label_of
 from deepbandits.experiments.executors import LocalExecutor
 from deepbandits.experiments.jobs import build_env
@@ -116,7 +117,7 @@ def run_matched(
 
     Raises
     ------
-    ValueError
+    InputValueError
         For bad settings (:meth:`MatchedProtocol.check`), unequal resolved training budgets, a
         bad policy or environment specification, or a study in ``out`` made with other settings.
     FileNotFoundError
@@ -149,7 +150,7 @@ def run_matched(
         for policy, spec in specs.items():
             names = tuple(n for n in protocol.search if n in search_space(spec))
             if not names:
-                raise ValueError(f"{spec!r} searches none of {', '.join(protocol.search)}")
+                raise InputValueError(f"{spec!r} searches none of {', '.join(protocol.search)}")
             tasks.append(
                 Tuning(
                     env=env_spec,

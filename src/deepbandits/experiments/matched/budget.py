@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from deepbandits.envs import Environment
+from deepbandits.errors import InputValueError
 from deepbandits.policies import make_policy
 from deepbandits.specs import parse_spec
 
@@ -63,7 +64,7 @@ def common_budget(budgets: dict[str, dict[str, Any]], env_spec: str) -> dict[str
     for spec, budget in budgets.items():
         for key in (*BUDGET_KEYS, "feature_dim"):
             if key in budget and key in budgets[first] and budget[key] != budgets[first][key]:
-                raise ValueError(
+                raise InputValueError(
                     f"unequal training budget on {env_spec}: {first} has {key}="
                     f"{budgets[first][key]!r}, {spec} has {key}={budget[key]!r}"
                 )

@@ -66,10 +66,10 @@ def _verdict(rows: pd.DataFrame, reference: str) -> str:
 def format_matched(
     table: pd.DataFrame, protocol: MatchedProtocol, budgets: dict[str, dict[str, Any]]
 ) -> str:
-    """The Markdown report of :func:`~deepbandits.experiments.matched.run_matched`: the settings (T, seeds, trials, searched
-    names, the fixed training budget of each environment), then per environment a table of
-    tuned and untuned final regret, best parameters and the paired differences with the
-    reference policy."""
+    """The Markdown report of :func:`~deepbandits.experiments.matched.run_matched`: the
+    settings (T, seeds, trials, searched names, the fixed training budget of each environment),
+    then per environment a table of tuned and untuned final regret, best parameters and the
+    paired differences with the reference policy."""
     ref = protocol.reference
     pct = round(100 * CONFIDENCE)
     searched = {}

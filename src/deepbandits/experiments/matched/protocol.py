@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from deepbandits._validation import check_int
+from deepbandits.errors import InputValueError
 from deepbandits.experiments.compare import label_of
 from deepbandits.experiments.tune import search_space
 from deepbandits.experiments.tune.study import check_seeds
@@ -97,23 +98,23 @@ class MatchedProtocol:
 
         Raises
         ------
-        ValueError
+        InputValueError
             For empty or repeated environments or policies, a ``reference`` not among the
             policies, overlapping or empty seed sets, a bad T or ``n_trials``, a budget key that
             no policy takes or that is searched or that a policy specification also sets, or a
             search name that no policy searches.
         """
         if not self.envs:
-            raise ValueError("no environment to run")
+            raise InputValueError("no environment to run")
         if not self.policies:
-            raise ValueError("no policy to run")
+            raise InputValueError("no policy to run")
         for what, items in (("environment", self.envs), ("policy", self.policies)):
             labels = [label_of(s.strip()) for s in items]
             repeated = sorted({s for s in labels if labels.count(s) > 1})
             if repeated:
-                raise ValueError(f"{what} {', '.join(repeated)} given twice")
+                raise InputValueError(f"{what} {', '.join(repeated)} given twice")
         if self.reference not in self.policies:
-            raise ValueError(
+            raise InputValueError(
                 f"the reference policy {self.reference!r} is not among the policies "
                 f"({', '.join(self.policies)})"
             )
@@ -121,7 +122,7 @@ class MatchedProtocol:
         evaluation = check_seeds(self.eval_seeds, "evaluation")
         overlap = sorted(set(tuning) & set(evaluation))
         if overlap:
-            raise ValueError(
+            raise InputValueError(
                 "tuning seeds and evaluation seeds must be disjoint, but "
                 f"{', '.join(map(str, overlap))} {'is' if len(overlap) == 1 else 'are'} in both"
             )
@@ -130,10 +131,10 @@ class MatchedProtocol:
         for key, value in self.T.items():
             check_int(value, f"T of {key}", minimum=1)
         if not self.search:
-            raise ValueError("the protocol searches no parameter")
+            raise InputValueError("the protocol searches no parameter")
         searched = set(self.search) & set(self.budget)
         if searched:
-            raise ValueError(
+            raise InputValueError(
                 f"the budget fixes {', '.join(sorted(searched))}, which the protocol searches"
             )
         accepted: set[str] = set()
@@ -144,16 +145,16 @@ class MatchedProtocol:
             accepted |= set(params)
             both = sorted(set(given) & set(self.budget))
             if both:
-                raise ValueError(
+                raise InputValueError(
                     f"{policy!r} sets {', '.join(both)}, which the budget fixes for every policy"
                 )
             declared |= set(search_space(policy))
         unused = sorted(set(self.budget) - accepted)
         if unused:
-            raise ValueError(f"no policy takes the budget key(s) {', '.join(unused)}")
+            raise InputValueError(f"no policy takes the budget key(s) {', '.join(unused)}")
         unknown = sorted(set(self.search) - declared)
         if unknown:
-            raise ValueError(f"no policy searches {', '.join(unknown)}")
+            raise InputValueError(f"no policy searches {', '.join(unknown)}")
 
 
 #: The full experiment.

@@ -14,6 +14,7 @@ import numpy as np
 import optuna
 from tqdm.auto import tqdm
 
+from deepbandits.errors import JobFailedError
 from deepbandits.experiments.compare import label_of
 from deepbandits.experiments.executors import Executor, Failure
 from deepbandits.experiments.storage import RunResult, UnfinishedRunError, load_finished
@@ -114,7 +115,7 @@ def run_tunings(todo: list[Tuning], executor: Executor, progress: bool) -> None:
             if isinstance(outcome, Failure):
                 if outcome.exception is not None:
                     raise outcome.exception
-                raise RuntimeError(
+                raise JobFailedError(
                     f"the tuning of {task.policy} on {task.env} failed: {outcome.error}"
                 )
             bar.set_postfix_str(f"{task.env} / {task.policy} done")

@@ -1,8 +1,8 @@
 """The paper beside our measurements: its printed numbers next to ours, and its claims about a
 figure checked against our runs.
 
-A comparison's :data:`~deepbandits.experiments.report.load.REFERENCE_FILE` may hold the paper's numbers
-(``"source"``, ``"metrics"``: ``{metric: label}``, ``"values"``: ``{policy: {metric: "mean ±
+A comparison's :data:`~deepbandits.experiments.report.load.REFERENCE_FILE` may hold the paper's
+numbers (``"source"``, ``"metrics"``: ``{metric: label}``, ``"values"``: ``{policy: {metric: "mean ±
 std"}}``) and its claims (``"claims"``: a list of ``{"text", "check", "policy", "metric",
 "than"}``, see :func:`evaluate_claims`).
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from tqdm.auto import tqdm
 from deepbandits._io import folder_lock, write_atomic
 from deepbandits._validation import check_int, check_positive
 from deepbandits._version import __version__
+from deepbandits.errors import InputValueError
 from deepbandits.experiments.compare import compare
 from deepbandits.experiments.jobs import build_env
 from deepbandits.experiments.runner import run
@@ -58,6 +59,7 @@ from deepbandits.experiments.tune.study import (
 )
 from deepbandits.experiments.tune.verdict import Verdict, judge
 from deepbandits.policies import make_policy
+from deepbandits.policies.space import Param
 from deepbandits.specs import parse_spec, with_params
 
 #: Finished trials before pruning starts.
@@ -164,161 +166,41 @@ def tune(
 
     Raises
     ------
-    ValueError
+    InputValueError
         For a bad specification, overlapping or empty seeds, an unknown or fixed ``search``
         name, neither ``n_trials`` nor ``timeout``, a study in ``out`` made with other settings,
         or when no trial completed.
     """
     T = check_int(T, "T", minimum=1)
     tuning = check_seeds(tuning_seeds, "tuning")
-    evaluation = check_seeds(eval_seeds, "evaluation")
-    overlap = sorted(set(tuning) & set(evaluation))
-    if overlap:
-        raise ValueError(
-            "tuning seeds and evaluation seeds must be disjoint, but "
-            f"{', '.join(map(str, overlap))} {'is' if len(overlap) == 1 else 'are'} in both"
-        )
-    if n_trials is None and timeout is None:
-        raise ValueError("give n_trials or timeout (or both)")
-    if n_trials is not None:
-        n_trials = check_int(n_trials, "n_trials", minimum=1)
-    if timeout is not None:
-        timeout = check_positive(timeout, "timeout")
+    evaluation = _disjoint(tuning, check_seeds(eval_seeds, "evaluation"))
+    budget = _Budget.of(n_trials, timeout)
     seed = check_int(seed, "seed", minimum=0)
     jobs = check_int(jobs, "jobs", minimum=1)
-    policy_spec = policy_spec.strip()
-    space = search_space(policy_spec, search)
-    name, fixed = parse_spec(policy_spec)
-    # a bad spec fails here, not later; the untuned values are the study's first trial
-    built = make_policy(name, env=build_env(env_spec, T), **fixed)
-    schedule = getattr(built, "train_schedule_", None)  # schedule fields left None resolve here
-    untuned = {
-        k: getattr(schedule, k) if v is None and hasattr(schedule, k) else v
-        for k, v in built.get_params().items()
-    }
-    space, widened = covering(space, untuned)
-    first = {k: untuned[k] for k in space}
+    plan = _plan(policy_spec.strip(), env_spec, T, tuning, search)
     out = Path(out)
-    every = max(1, T // REPORTS_PER_SEED)
-    warmup = T // 2  # no pruning in the first half of the first tuning seed
-    attrs = {
-        "policy": policy_spec,
-        "env": env_spec,
-        "T": T,
-        "tuning_seeds": tuning,
-        "search_space": {k: p.describe() for k, p in space.items()},
-    }
-
-    def objective(trial: optuna.Trial) -> float:
-        params = rounded({k: p.suggest(trial, k) for k, p in space.items()})
-        # the pruner needs PRUNER_STARTUP_TRIALS completed trials; asking it costs a database read
-        completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        may_prune = len(completed) >= PRUNER_STARTUP_TRIALS
-        finals = []
-        for i, s in enumerate(tuning):
-            env = build_env(env_spec, T)
-            try:
-                policy = make_policy(name, env=env, **fixed, **params)
-
-                def report(t: int, cum_regret: float, offset: int = i * T) -> None:
-                    trial.report(cum_regret, offset + t)
-                    if may_prune and offset + t >= warmup and trial.should_prune():
-                        raise optuna.TrialPruned(f"regret {cum_regret:.1f} at round {t}")
-
-                result = run(
-                    policy, env, T, seed=s, threads=1, callback=report, callback_every=every
-                )
-            except TRIAL_ERRORS as exc:
-                trial.set_user_attr("error", f"{type(exc).__name__}: {exc}")
-                raise
-            finals.append(result.final_regret)
-            trial.set_user_attr("final_regrets", finals)
-        return float(np.mean(finals))
-
     with folder_lock(out):  # one tuning at a time in out
-        verbosity = optuna.logging.get_verbosity()
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        try:
-            pruner = CumulativeMedianPruner(PRUNER_STARTUP_TRIALS, n_warmup_steps=warmup)
-            study = open_study(out, attrs, seed, pruner)
-            if not study.trials:
-                study.enqueue_trial(first)  # so the tuned setting is never worse on tuning seeds
-            done = sum(counts_toward_trials(t) for t in study.trials)
-            todo = None if n_trials is None else max(0, n_trials - done)
-            if todo != 0:
-                bar = tqdm(total=n_trials, initial=done, desc="trials", disable=not progress)
-
-                def advance(study: optuna.Study, trial: FrozenTrial) -> None:
-                    bar.update(1)
-                    best = [t.value for t in study.trials if t.state == TrialState.COMPLETE]
-                    if best:
-                        bar.set_postfix_str(f"best {min(best):.1f}")  # type: ignore[type-var]
-
-                try:
-                    study.optimize(
-                        objective,
-                        n_trials=todo,
-                        timeout=timeout,
-                        catch=TRIAL_ERRORS,
-                        callbacks=[advance],
-                    )
-                finally:
-                    bar.close()
-        finally:
-            optuna.logging.set_verbosity(verbosity)
+        pruner = CumulativeMedianPruner(PRUNER_STARTUP_TRIALS, n_warmup_steps=plan.warmup)
+        study = _run_trials(plan, out, seed, pruner, budget, progress)
         trials_path = out / "trials.csv"
-        write_atomic(trials_path, trials_table(study, space).to_csv(index=False))
-        states = [t.state for t in study.trials]
-        n = {s.name.lower(): states.count(s) for s in (TrialState.COMPLETE, TrialState.PRUNED)}
-        n["failed"] = states.count(TrialState.FAIL)
-        if not n["complete"]:
-            errors = [t.user_attrs["error"] for t in study.trials if "error" in t.user_attrs]
-            raise ValueError(
-                f"no trial completed ({n['pruned']} pruned, {n['failed']} failed"
-                + (f"; first error: {errors[0]}" if errors else "")
-                + f"); see {trials_path}"
-            )
+        write_atomic(trials_path, trials_table(study, plan.space).to_csv(index=False))
+        counts = _trial_counts(study, trials_path)
         best = study.best_trial
-        best_params = rounded({k: best.params[k] for k in space})
-        best_spec = with_params(policy_spec, best_params)
-        if parse_spec(best_spec) != (name, {**fixed, **best_params}):
-            raise RuntimeError(f"{best_spec!r} does not read back as {name} with {best_params}")
+        best_params, best_spec = _best_setting(best, plan)
         started = time.perf_counter()
+        specs = [plan.policy_spec, best_spec]
         summary = compare(
-            [policy_spec, best_spec],
-            env_spec,
-            evaluation,
-            T,
-            out / "eval",
-            jobs=jobs,
-            progress=progress,
+            specs, env_spec, evaluation, T, out / "eval", jobs=jobs, progress=progress
         )
-        verdict = judge(summary, policy_spec, best_spec, best_params == rounded(first))
-        path = out / "tune.json"
+        verdict = judge(summary, plan.policy_spec, best_spec, best_params == rounded(plan.first))
         record = {
-            "library": "deepbandits",
-            "version": __version__,
-            "policy": policy_spec,
-            "env": env_spec,
-            "T": T,
-            "tuning_seeds": tuning,
-            "eval_seeds": evaluation,
-            "search_space": attrs["search_space"],
-            "widened": widened,
-            "fixed_params": fixed,
-            "sampler": {"name": "TPESampler", "seed": seed},
-            "pruner": {
-                "name": type(pruner).__name__,
-                "n_startup_trials": pruner.n_startup_trials,
-                "n_warmup_steps": pruner.n_warmup_steps,
-                "report_every": every,
-            },
+            **_settings(plan, evaluation, seed, pruner),
             "best_params": best_params,
             "best_spec": best_spec,
             "best_value": best.value,
             "best_trial": best.number,
-            "default_spec": policy_spec,
-            "n_trials": n,
+            "default_spec": plan.policy_spec,
+            "n_trials": counts,
             "eval": json.loads(summary.to_json(orient="records")),
             "verdict": verdict.to_dict(),
             "eval_seconds": time.perf_counter() - started,
@@ -328,7 +210,7 @@ def tune(
                 "eval": str(out / "eval"),
             },
         }
-        write_atomic(path, json.dumps(record, indent=2, default=str) + "\n")
+        path = write_atomic(out / "tune.json", json.dumps(record, indent=2, default=str) + "\n")
         return TuneResult(
             best_params=best_params,
             best_spec=best_spec,
@@ -336,9 +218,230 @@ def tune(
             study=study,
             summary=summary,
             path=path,
-            default_spec=policy_spec,
+            default_spec=plan.policy_spec,
             verdict=verdict,
         )
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """How long a call tunes: trials in the study (``n_trials``) and seconds of this call."""
+
+    n_trials: int | None
+    timeout: float | None
+
+    @classmethod
+    def of(cls, n_trials: int | None, timeout: float | None) -> _Budget:
+        """The budget of :func:`tune`'s arguments, checked."""
+        if n_trials is None and timeout is None:
+            raise InputValueError("give n_trials or timeout (or both)")
+        return cls(
+            None if n_trials is None else check_int(n_trials, "n_trials", minimum=1),
+            None if timeout is None else check_positive(timeout, "timeout"),
+        )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a study searches: the policy (its name and the keys its specification fixes), the
+    environment, ``T`` and the tuning seeds, the search space (``widened`` where the untuned
+    value lay outside it), and the untuned values of the searched keys (the first trial)."""
+
+    policy_spec: str
+    env_spec: str
+    name: str
+    fixed: dict[str, Any]
+    T: int
+    tuning_seeds: list[int]
+    space: dict[str, Param]
+    widened: dict[str, Any]
+    first: dict[str, Any]
+
+    @property
+    def every(self) -> int:
+        """Rounds between two reports of a trial's cumulative regret."""
+        return max(1, self.T // REPORTS_PER_SEED)
+
+    @property
+    def warmup(self) -> int:
+        """Steps without pruning: the first half of the first tuning seed."""
+        return self.T // 2
+
+    def attrs(self) -> dict[str, Any]:
+        """The settings a study in ``out`` must have been made with to be resumed."""
+        return {
+            "policy": self.policy_spec,
+            "env": self.env_spec,
+            "T": self.T,
+            "tuning_seeds": self.tuning_seeds,
+            "search_space": {k: p.describe() for k, p in self.space.items()},
+        }
+
+
+def _disjoint(tuning: list[int], evaluation: list[int]) -> list[int]:
+    """The evaluation seeds, refused when one is also a tuning seed."""
+    overlap = sorted(set(tuning) & set(evaluation))
+    if overlap:
+        raise InputValueError(
+            "tuning seeds and evaluation seeds must be disjoint, but "
+            f"{', '.join(map(str, overlap))} {'is' if len(overlap) == 1 else 'are'} in both"
+        )
+    return evaluation
+
+
+def _plan(
+    policy_spec: str,
+    env_spec: str,
+    T: int,
+    tuning: list[int],
+    search: Sequence[str] | str | None,
+) -> _Plan:
+    """The plan of a study; a bad specification fails here, before any trial."""
+    space = search_space(policy_spec, search)
+    name, fixed = parse_spec(policy_spec)
+    built = make_policy(name, env=build_env(env_spec, T), **fixed)
+    schedule = getattr(built, "train_schedule_", None)  # schedule fields left None resolve here
+    untuned = {
+        k: getattr(schedule, k) if v is None and hasattr(schedule, k) else v
+        for k, v in built.get_params().items()
+    }
+    space, widened = covering(space, untuned)
+    first = {k: untuned[k] for k in space}
+    return _Plan(policy_spec, env_spec, name, fixed, T, tuning, space, widened, first)
+
+
+def _objective(plan: _Plan) -> Callable[[optuna.Trial], float]:
+    """A trial: the mean final cumulative regret over the tuning seeds of the setting it
+    suggests, reported every :attr:`_Plan.every` rounds (and pruned on those reports)."""
+
+    def objective(trial: optuna.Trial) -> float:
+        params = rounded({k: p.suggest(trial, k) for k, p in plan.space.items()})
+        # the pruner needs PRUNER_STARTUP_TRIALS completed trials; asking it costs a database read
+        completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        may_prune = len(completed) >= PRUNER_STARTUP_TRIALS
+        finals = []
+        for i, s in enumerate(plan.tuning_seeds):
+            env = build_env(plan.env_spec, plan.T)
+            try:
+                policy = make_policy(plan.name, env=env, **plan.fixed, **params)
+
+                def report(t: int, cum_regret: float, offset: int = i * plan.T) -> None:
+                    trial.report(cum_regret, offset + t)
+                    if may_prune and offset + t >= plan.warmup and trial.should_prune():
+                        raise optuna.TrialPruned(f"regret {cum_regret:.1f} at round {t}")
+
+                result = run(
+                    policy,
+                    env,
+                    plan.T,
+                    seed=s,
+                    threads=1,
+                    callback=report,
+                    callback_every=plan.every,
+                )
+            except TRIAL_ERRORS as exc:
+                trial.set_user_attr("error", f"{type(exc).__name__}: {exc}")
+                raise
+            finals.append(result.final_regret)
+            trial.set_user_attr("final_regrets", finals)
+        return float(np.mean(finals))
+
+    return objective
+
+
+def _run_trials(
+    plan: _Plan,
+    out: Path,
+    seed: int,
+    pruner: optuna.pruners.BasePruner,
+    budget: _Budget,
+    progress: bool,
+) -> optuna.Study:
+    """Open (or resume) the study in ``out`` and run the trials the budget leaves, one after
+    another; the first of a new study is the untuned setting."""
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study = open_study(out, plan.attrs(), seed, pruner)
+        if not study.trials:
+            study.enqueue_trial(plan.first)  # so the tuned setting is never worse on tuning seeds
+        done = sum(counts_toward_trials(t) for t in study.trials)
+        todo = None if budget.n_trials is None else max(0, budget.n_trials - done)
+        if todo != 0:
+            bar = tqdm(total=budget.n_trials, initial=done, desc="trials", disable=not progress)
+            try:
+                study.optimize(
+                    _objective(plan),
+                    n_trials=todo,
+                    timeout=budget.timeout,
+                    catch=TRIAL_ERRORS,
+                    callbacks=[_advance(bar)],
+                )
+            finally:
+                bar.close()
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+    return study
+
+
+def _advance(bar: tqdm) -> Callable[[optuna.Study, FrozenTrial], None]:
+    """A study callback: one step of ``bar``, which shows the best value so far."""
+
+    def advance(study: optuna.Study, trial: FrozenTrial) -> None:
+        bar.update(1)
+        best = [t.value for t in study.trials if t.state == TrialState.COMPLETE]
+        if best:
+            bar.set_postfix_str(f"best {min(best):.1f}")  # type: ignore[type-var]
+
+    return advance
+
+
+def _trial_counts(study: optuna.Study, trials_path: Path) -> dict[str, int]:
+    """Trials completed, pruned and failed; refused when none completed."""
+    states = [t.state for t in study.trials]
+    n = {s.name.lower(): states.count(s) for s in (TrialState.COMPLETE, TrialState.PRUNED)}
+    n["failed"] = states.count(TrialState.FAIL)
+    if not n["complete"]:
+        errors = [t.user_attrs["error"] for t in study.trials if "error" in t.user_attrs]
+        raise InputValueError(
+            f"no trial completed ({n['pruned']} pruned, {n['failed']} failed"
+            + (f"; first error: {errors[0]}" if errors else "")
+            + f"); see {trials_path}"
+        )
+    return n
+
+
+def _best_setting(best: FrozenTrial, plan: _Plan) -> tuple[dict[str, Any], str]:
+    """The best trial's searched values (rounded) and the specification that sets them."""
+    best_params = rounded({k: best.params[k] for k in plan.space})
+    best_spec = with_params(plan.policy_spec, best_params)
+    if parse_spec(best_spec) != (plan.name, {**plan.fixed, **best_params}):
+        raise AssertionError(f"{best_spec!r} does not read back as {plan.name} with {best_params}")
+    return best_params, best_spec
+
+
+def _settings(
+    plan: _Plan, evaluation: list[int], seed: int, pruner: CumulativeMedianPruner
+) -> dict[str, Any]:
+    """What ``tune.json`` records of the settings: the library, the study's plan, the sampler
+    and the pruner."""
+    attrs = plan.attrs()
+    return {
+        "library": "deepbandits",
+        "version": __version__,
+        **{k: attrs[k] for k in ("policy", "env", "T", "tuning_seeds")},
+        "eval_seeds": evaluation,
+        "search_space": attrs["search_space"],
+        "widened": plan.widened,
+        "fixed_params": plan.fixed,
+        "sampler": {"name": "TPESampler", "seed": seed},
+        "pruner": {
+            "name": type(pruner).__name__,
+            "n_startup_trials": pruner.n_startup_trials,
+            "n_warmup_steps": pruner.n_warmup_steps,
+            "report_every": plan.every,
+        },
+    }
 
 
 __all__ = [

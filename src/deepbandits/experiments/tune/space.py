@@ -19,7 +19,7 @@ DIGITS = 4
 
 
 def search_space(policy_spec: str, search: Sequence[str] | str | None = None) -> dict[str, Param]:
-    """The parameters :func:`tune` searches for ``policy_spec``.
+    """The parameters :func:`~deepbandits.experiments.tune.tune` searches for ``policy_spec``.
 
     The policy's declared search space (:func:`~deepbandits.policies.policy_info`) without
     the parameters that are fixed: by the policy (:attr:`~deepbandits.policies.PolicyInfo.fixed`:
@@ -29,7 +29,7 @@ def search_space(policy_spec: str, search: Sequence[str] | str | None = None) ->
 
     Raises
     ------
-    ValueError
+    InputValueError
         For an unknown policy, a ``search`` name the policy does not declare or that is fixed,
         or when nothing is left to search.
     """
@@ -52,18 +52,18 @@ def search_space(policy_spec: str, search: Sequence[str] | str | None = None) ->
             search = [s.strip() for s in search.split(",") if s.strip()]
         names = list(dict.fromkeys(search))
         if not names:
-            raise ValueError("search names no parameter")
+            raise InputValueError("search names no parameter")
         unknown = [k for k in names if k not in declared]
         if unknown:
-            raise ValueError(
+            raise InputValueError(
                 f"{name} has no searchable parameter {', '.join(map(repr, unknown))}; "
                 f"it searches: {', '.join(searchable) or 'nothing'}"
             )
         for key in names:
             if key in fixed:
-                raise ValueError(f"cannot search {key!r}: {fixed[key]}")
+                raise InputValueError(f"cannot search {key!r}: {fixed[key]}")
     if not names:
-        raise ValueError(
+        raise InputValueError(
             f"nothing to search for {policy_spec!r}: {name} declares "
             f"{', '.join(declared) or 'no parameter'}"
             + (f", all fixed ({'; '.join(fixed.values())})" if fixed else "")

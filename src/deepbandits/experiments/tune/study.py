@@ -14,6 +14,7 @@ import pandas as pd
 from optuna.trial import FrozenTrial, TrialState
 
 from deepbandits._validation import check_int
+from deepbandits.errors import InputValueError
 from deepbandits.experiments.tune.space import rounded
 from deepbandits.policies.space import Param
 
@@ -95,10 +96,10 @@ def check_seeds(seeds: Sequence[int], name: str) -> list[int]:
     them in the error."""
     out = [check_int(s, f"{name} seed", minimum=0) for s in seeds]
     if not out:
-        raise ValueError(f"{name} seeds are empty")
+        raise InputValueError(f"{name} seeds are empty")
     repeated = sorted({s for s in out if out.count(s) > 1})
     if repeated:
-        raise ValueError(f"{name} seeds repeat {', '.join(map(str, repeated))}")
+        raise InputValueError(f"{name} seeds repeat {', '.join(map(str, repeated))}")
     return out
 
 
@@ -127,7 +128,7 @@ def open_study(
     found = study.user_attrs.get("deepbandits")
     if found is None:
         if study.trials:
-            raise ValueError(f"{db} holds a study that deepbandits tune did not make")
+            raise InputValueError(f"{db} holds a study that deepbandits tune did not make")
         study.set_user_attr("deepbandits", attrs)
     elif found != attrs:
         diff = [
@@ -135,7 +136,7 @@ def open_study(
             for k in attrs
             if found.get(k) != attrs[k]
         ]
-        raise ValueError(
+        raise InputValueError(
             f"{db} holds a study made with {'; '.join(diff)}; tune into another out folder or "
             "delete that one to start again"
         )
