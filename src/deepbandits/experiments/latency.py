@@ -78,7 +78,9 @@ def measure_latency(
     warm-up schedule) with ``steps`` minibatch steps; neural-linear policies get
     ``feature_dim`` (the paper's d′ on real data) unless ``spec`` sets it. Rewards are
     Bernoulli(0.1), as for a 10-class problem played at random. The network is built by a first
-    ``select`` outside the timed loop.
+    ``select`` outside the timed loop. Decisions run on the threads torch has (the experiment's,
+    :func:`latency_table`'s ``threads``), not on one as a policy's do by default, unless
+    ``spec`` sets ``threads``.
     """
     name, params = parse_spec(spec)
     accepted = make_policy(name).get_params()
@@ -95,6 +97,7 @@ def measure_latency(
     for key, value in wanted.items():
         if key in accepted and key not in params and value is not None:
             params[key] = value
+    params.setdefault("threads", None)  # decisions on the experiment's threads, as trainings
     policy = make_policy(name, **params)
     rng = np.random.default_rng(seed + 1)
     policy.select(rounds[0])

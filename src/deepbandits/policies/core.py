@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -49,8 +49,8 @@ def per_round(method: Call) -> Call:
 
     @functools.wraps(method)
     def call(self: PolicyCore, *args: Any, **kwargs: Any) -> Any:
-        threads = self._params["threads"]
-        if threads is None or not self._uses_torch:  # numpy only: no pool to spin
+        threads = self._round_threads
+        if threads is None:  # numpy only (no pool to spin), or torch's setting left alone
             return method(self, *args, **kwargs)
         with per_round_threads(threads):
             return method(self, *args, **kwargs)
@@ -64,16 +64,8 @@ class PolicyCore(ABC):
     Subclasses implement :meth:`_initialize` (build state once the context dimension is known),
     :meth:`_evaluate` (mean and width per arm), :meth:`_index` (the score maximised),
     :meth:`_observe` (what learning needs of the arm played), :meth:`_learn` and the
-    ``_state``/``_load_state`` pair.
-
-    Attributes
-    ----------
-    n_features_in_ : int or None
-        Context dimension, inferred from the first contexts that change the policy.
-    t_ : int
-        Number of rewards learned.
-    pending_ : PendingDecisions
-        Decisions awaiting their reward (:mod:`deepbandits.policies.pending`).
+    ``_state``/``_load_state`` pair. The learned state a policy shows is listed by
+    :class:`~deepbandits.policies.policy.Policy`.
     """
 
     #: Whether the policy works on BlockContexts directly (the others get the dense matrix).
@@ -141,7 +133,7 @@ class PolicyCore(ABC):
                 params.update({f"{name}__{k}": v for k, v in part.get_params().items()})
         return params
 
-    def set_params(self, **params: Any) -> PolicyCore:
+    def set_params(self, **params: Any) -> Self:
         """Change parameters (validated) and :meth:`reset` the policy: any key
         :meth:`get_params` returns, a part's parameter as ``part__param``
         (``set_params(head__lam=2.0)``). A value that does not validate changes nothing. Like
@@ -197,13 +189,14 @@ class PolicyCore(ABC):
         for part in self._parts.values():
             part.validate()
         self._check_parts()
+        self._round_threads: int | None = p["threads"] if self._uses_torch else None
 
     def _check_parts(self) -> None:
         """Rules that tie parameters or parts together; raise the library's errors."""
         return None
 
     # ------------------------------------------------------------------ lifecycle
-    def reset(self, seed: int | None = None) -> PolicyCore:
+    def reset(self, seed: int | None = None) -> Self:
         """Forget everything learned; with ``seed``, also replace the ``seed`` parameter."""
         if seed is not None:
             self._params["seed"] = check_param("seed", self._own_specs["seed"], seed)
@@ -222,7 +215,7 @@ class PolicyCore(ABC):
         self._rng = np.random.default_rng(p.get("seed"))
         return self
 
-    def initialize(self, contexts: ArrayLike | BlockContexts) -> PolicyCore:
+    def initialize(self, contexts: ArrayLike | BlockContexts) -> Self:
         """Fix the context dimension from ``contexts`` ``[K, d]`` and build the learned state,
         as the first call that decides does (replaying a log of decisions into a fresh policy
         needs it); draws no random number. A policy already initialised only checks that the

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from deepbandits.encoding import BlockContexts, Contexts
 from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.networks.learner import seeded_generator
+from deepbandits.policies.decision import NO_EXTRA
 from deepbandits.policies.evaluation import Evaluation, Feedback, Learned, Observation, arm_context
 from deepbandits.policies.params import HORIZON_SPEC, REWARD_RANGE_SPEC, Spec
 from deepbandits.policies.parts.explore import RULE_MEMBERS, UCB, Situation, TheoryInputs
@@ -301,7 +302,8 @@ class RidgeUCB(Policy):
             phi, heads = self._features_and_heads(X)
             ev = Evaluation(np.empty(0), np.empty(0), phi, heads)
         assert ev.features is not None
-        extra = self.explore.observe(ev, arm, self.t_)
+        explore = self.explore
+        extra = explore.observe(ev, arm, self.t_) if explore.observes else NO_EXTRA
         context = arm_context(X, arm)
         # the identity's features are the context: one read-only copy serves as both
         same = ev.features is X and isinstance(context, np.ndarray)
@@ -326,7 +328,8 @@ class RidgeUCB(Policy):
         (sigma2_bar, sigma2_hat), obs = self._weights([feedback])[0], feedback.obs
         weight = feedback.weight / sigma2_bar
         self.head.learn_one(obs.features, feedback.reward, weight, obs.head, self.t_)  # type: ignore[arg-type]
-        self.explore.learn([obs], [feedback.reward])
+        if self.explore.learns:
+            self.explore.learn([obs], [feedback.reward])
         if self.trainer is None:
             self.last_sigma2_bar_ = sigma2_bar
             return Learned(sigma2_bar, sigma2_hat)
@@ -347,7 +350,8 @@ class RidgeUCB(Policy):
         heads = np.array(head_list, dtype=np.int64)
         rewards = np.array(reward_list, dtype=np.float64)
         self.head.learn(phis, rewards, np.array(weights), heads, self.t_)
-        self.explore.learn(observed, reward_list)
+        if self.explore.learns:
+            self.explore.learn(observed, reward_list)
         rounds = ([obs.context for obs in observed], reward_list, weights, head_list)
         learned = self._after_learning(rounds, *used[-1])
         self.t_ += len(batch)

@@ -75,9 +75,12 @@ class ExplorationRule(Protocol):
         Whether :meth:`index` draws random numbers (then :meth:`propensity` has no closed form
         and decisions are not scored as ``[B, K]`` arrays).
     ``observes`` (class flag)
-        Whether :meth:`observe` keeps anything (then every decision is observed on its own,
-        never as part of ``[B, K]`` arrays). :class:`Exploration` sets it for a subclass that
-        overrides :meth:`observe`.
+        Whether :meth:`observe` keeps anything (else it is not called; if it does, every
+        decision is observed on its own, never as part of ``[B, K]`` arrays).
+        :class:`Exploration` sets it for a subclass that overrides :meth:`observe`.
+    ``learns`` (class flag)
+        Whether :meth:`learn` learns anything (else it is not called). :class:`Exploration` sets
+        it for a subclass that overrides :meth:`learn`.
     ``sequential`` (class flag)
         Whether every reward must be learned before the next is scored (SAVE's layers): a batch
         of rewards is then learned reward by reward, and replicas cannot be merged.
@@ -100,6 +103,7 @@ class ExplorationRule(Protocol):
 
     samples: ClassVar[bool]
     observes: ClassVar[bool]
+    learns: ClassVar[bool]
     sequential: ClassVar[bool]
 
     def initialize(self, dim: int) -> None: ...
@@ -119,6 +123,7 @@ class ExplorationRule(Protocol):
 RULE_MEMBERS = (
     "samples",
     "observes",
+    "learns",
     "sequential",
     "initialize",
     "index",
@@ -135,11 +140,13 @@ class Exploration(Part):
 
     samples: ClassVar[bool] = False
     observes: ClassVar[bool] = False
+    learns: ClassVar[bool] = False
     sequential: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.observes = cls.observe is not Exploration.observe
+        cls.learns = cls.learn is not Exploration.learn
 
     def initialize(self, dim: int) -> None:
         """Build learned state for features of dimension ``dim`` (none here)."""
