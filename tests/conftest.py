@@ -86,16 +86,31 @@ RECORDED_RTOL = 1e-9
 RECORDED_ATOL = 1e-11
 
 
-def assert_matches_recording(got, recorded, what: str) -> None:
+#: Floats that went through a torch network (float32) are compared at this fraction of the
+#: largest magnitude in their array. torch picks its float32 kernels per CPU (MKL and oneDNN
+#: dispatch on AVX2 / AVX-512 / AVX-512-FP16 ...), which sum in other orders: one float32 ulp
+#: (1.2e-7 relative) per forward pass, amplified by every training step that follows. Measured
+#: on an AVX-512-FP16 Xeon against the recordings: up to 1.1e-4 of the array's scale after 160
+#: rounds with eight trainings (the ``oracle-mse`` trajectory's means), 4e-6 after 30 rounds
+#: (checkpoints); the arms, the rewards and the regret still agreed exactly. 1e-3 leaves a
+#: margin of 9x; the arms, compared exactly, are what catches a changed algorithm there.
+NETWORK_SCALE_TOL = 1e-3
+
+
+def assert_matches_recording(got, recorded, what: str, network: bool = False) -> None:
     """``got`` against an array recorded on another machine: integers, booleans and strings (arms,
-    counts) exactly; floats at :data:`RECORDED_RTOL` / :data:`RECORDED_ATOL`, NaN where NaN."""
+    counts) exactly; floats at :data:`RECORDED_RTOL` / :data:`RECORDED_ATOL`, or, for a policy
+    with a network (``network=True``), within :data:`NETWORK_SCALE_TOL` of the array's largest
+    magnitude; NaN where NaN."""
     got, recorded = np.asarray(got), np.asarray(recorded)
     assert got.shape == recorded.shape, f"{what}: shape {got.shape} != recorded {recorded.shape}"
     if recorded.dtype.kind in "fc":
         assert got.dtype.kind in "fc", f"{what}: {got.dtype}, recorded {recorded.dtype}"
-        np.testing.assert_allclose(
-            got, recorded, rtol=RECORDED_RTOL, atol=RECORDED_ATOL, equal_nan=True, err_msg=what
-        )
+        rtol, atol = RECORDED_RTOL, RECORDED_ATOL
+        finite = recorded[np.isfinite(recorded)]
+        if network and finite.size:
+            rtol, atol = 0.0, NETWORK_SCALE_TOL * float(np.abs(finite).max())
+        np.testing.assert_allclose(got, recorded, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
     else:
         assert got.dtype.kind == recorded.dtype.kind, f"{what}: {got.dtype} vs {recorded.dtype}"
         np.testing.assert_array_equal(got, recorded, err_msg=what)

@@ -482,8 +482,9 @@ def test_checkpoints_of_the_previous_release_load_and_continue_identically(name)
     np.testing.assert_array_equal(play(policy, env, 30), expected["arms"])
     mean, width = policy.predict(expected["contexts"])
     # recorded on another machine: floats at the tolerance of another BLAS kernel (conftest)
-    assert_matches_recording(mean, expected["mean"], "mean")
-    assert_matches_recording(width, expected["width"], "width")
+    network = policy._uses_torch
+    assert_matches_recording(mean, expected["mean"], "mean", network)
+    assert_matches_recording(width, expected["width"], "width", network)
     # the same state loads into a policy built with the same settings
     if name != "linucb":
         small = {"train_start": 10, "train_every": 10, "warmup_every": 10}

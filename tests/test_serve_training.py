@@ -124,13 +124,14 @@ def test_what_the_training_process_raises_is_raised_and_a_dead_one_is_replaced()
 def test_a_script_without_a_main_guard_serves_and_trains(tmp_path):
     """The training process never imports the user's script again (``spawn`` would: the
     script, without ``if __name__ == "__main__":``, would run from the top in the child)."""
-    # a short training: close() waits CLOSE_WAIT seconds for it, which SLOW's can exceed on
-    # cores shared with other tests
+    # a short training, waited for before close() (which waits CLOSE_WAIT seconds only: the
+    # child's start alone can take more on a loaded 2-core machine)
     quick = SLOW.replace("train_steps=15000", "train_steps=300")
     script = tmp_path / "script.py"
     script.write_text(
         textwrap.dedent(
             f"""
+            import time
             import numpy as np
             from deepbandits.serve.state import ServiceState
             print("started", flush=True)
@@ -139,6 +140,10 @@ def test_a_script_without_a_main_guard_serves_and_trains(tmp_path):
             for _ in range(5):
                 decision, _ = state.decide(rng.standard_normal((3, 5)))
                 state.learn(decision.id, 0.5)[1].result()
+            # close() drops a training still running after CLOSE_WAIT: wait for it here
+            deadline = time.monotonic() + 90
+            while state.health()["training"] and time.monotonic() < deadline:
+                time.sleep(0.05)
             state.close()
             print("version", state.model_version, flush=True)
             """
