@@ -110,7 +110,9 @@ def assert_matches_recording(got, recorded, what: str, network: bool = False) ->
         finite = recorded[np.isfinite(recorded)]
         if network and finite.size:
             rtol, atol = 0.0, NETWORK_SCALE_TOL * float(np.abs(finite).max())
-        np.testing.assert_allclose(got, recorded, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+        np.testing.assert_allclose(
+            got, recorded, rtol=rtol, atol=atol, equal_nan=True, err_msg=what
+        )
     else:
         assert got.dtype.kind == recorded.dtype.kind, f"{what}: {got.dtype} vs {recorded.dtype}"
         np.testing.assert_array_equal(got, recorded, err_msg=what)

@@ -8,13 +8,13 @@ recorded array must come back: the arms and other integers exactly; the rewards,
 estimated, the mean and width of each arm played, the forecasts and the final predictions at
 ``conftest.RECORDED_RTOL`` (1e-9; see there), or for a policy with a network within
 ``conftest.NETWORK_SCALE_TOL`` (1e-3) of each array's largest magnitude, since torch's float32
-kernels differ per CPU and training amplifies their last bits. Bit for bit was too strict: the recording ran on
-another CPU, and OpenBLAS runs another kernel per CPU (and per ``OPENBLAS_CORETYPE``), which
-rounds differently (KernelUCB by up to 2e-11 relative under the Haswell kernel here, every
-policy with a ridge or kernel solve by up to 6e-11 under the SkylakeX or Sandybridge kernels).
-Under each of the five kernels tried (Haswell, SkylakeX, Sandybridge, Nehalem, Katmai) no arm
-differs, so the arms stay exact: a near-tie flipped by the last bits would show as an arm that
-differs, reported with its round.
+kernels differ per CPU and training amplifies their last bits. Bit for bit was too strict: the
+recording ran on another CPU, and OpenBLAS runs another kernel per CPU (and per
+``OPENBLAS_CORETYPE``), which rounds differently (KernelUCB by up to 2e-11 relative under the
+Haswell kernel here, every policy with a ridge or kernel solve by up to 6e-11 under the SkylakeX
+or Sandybridge kernels). Under each of the five kernels tried (Haswell, SkylakeX, Sandybridge,
+Nehalem, Katmai) and on an AVX-512-FP16 Xeon no arm differs, so the arms stay exact: a near-tie
+flipped by the last bits would show as an arm that differs, reported with its round.
 ``.ci/run`` runs this file under two kernels other than the machine's own.
 
 What the tolerance no longer checks across machines, same-machine determinism checks bit for bit:
