@@ -123,9 +123,11 @@ CONTENDED = {
 }
 
 
-def contention_rows(n: int, repeats: int = 3) -> list[tuple[str, object, float, float, float]]:
+def contention_rows(n: int, repeats: int = 5) -> list[tuple[str, object, float, float, float]]:
     """(policy, threads, quiet rounds/s, with 1 and with 3 busy competitors per core): median
-    of ``repeats`` passes of ``n`` rounds, every setting measured in each load."""
+    of ``repeats`` passes of ``n`` rounds. The loads take turns within each repeat (quiet, 1,
+    3, quiet, ...), so a machine whose speed drifts during the run (a shared virtual machine)
+    shifts every load alike instead of the ratio between them."""
     contexts = [np.random.default_rng(i).normal(size=(4, 20)) for i in range(200)]
     policies = {
         (name, threads): db.make_policy(name, seed=0, threads=threads, **params)
@@ -134,24 +136,28 @@ def contention_rows(n: int, repeats: int = 3) -> list[tuple[str, object, float, 
     }
     for policy in policies.values():
         select_update_rate(policy, contexts, 200)  # build the state, warm torch up
-    rates: dict[tuple[str, object], list[float]] = {key: [] for key in policies}
+    loads = (0, 1, 3)
+    rates = {(key, load): [] for key in policies for load in loads}
     context = multiprocessing.get_context("fork")
-    for per_core in (0, 1, 3):
-        stop = context.Event()
-        busy = [
-            context.Process(target=spin, args=(stop,), daemon=True)
-            for _ in range(per_core * (os.cpu_count() or 1))
-        ]
-        for process in busy:
-            process.start()
-        time.sleep(0.5 if busy else 0.0)
-        for key, policy in policies.items():
-            passes = [select_update_rate(policy, contexts, n) for _ in range(repeats)]
-            rates[key].append(float(np.median(passes)))
-        stop.set()
-        for process in busy:
-            process.join()
-    return [(name, threads, *rates[(name, threads)]) for name, threads in policies]
+    for _ in range(repeats):
+        for per_core in loads:
+            stop = context.Event()
+            busy = [
+                context.Process(target=spin, args=(stop,), daemon=True)
+                for _ in range(per_core * (os.cpu_count() or 1))
+            ]
+            for process in busy:
+                process.start()
+            time.sleep(0.3 if busy else 0.0)
+            for key, policy in policies.items():
+                rates[(key, per_core)].append(select_update_rate(policy, contexts, n))
+            stop.set()
+            for process in busy:
+                process.join()
+    return [
+        (name, threads, *(float(np.median(rates[((name, threads), load)])) for load in loads))
+        for name, threads in policies
+    ]
 
 
 def full_run(schedule: str, T: int) -> tuple[float, float, int]:
@@ -215,7 +221,7 @@ def main() -> None:
         "| policy | threads | quiet | 1 busy per core | kept | 3 busy per core | kept |\n"
         "|---|---|---|---|---|---|---|"
     )
-    for name, threads, quiet, one, three in contention_rows(500 if args.quick else 2000):
+    for name, threads, quiet, one, three in contention_rows(300 if args.quick else 1000):
         emit(
             f"| {name} | {threads} | {quiet:,.0f} | {one:,.0f} | {one / quiet:.0%} | "
             f"{three:,.0f} | {three / quiet:.0%} |",

@@ -243,26 +243,18 @@ def _evaluate_policy(
 
         name, kw = parse_spec(spec)
         res = replay(make_policy(name, **kw), test, seed=args.seed)
-        n = res.n_accepted
-        se = res.rewards.std(ddof=1) / np.sqrt(n) if n > 1 else float("nan")
-        z = _z(options["alpha"])
+        lower, upper = res.interval(options["alpha"])
         row = {
             "estimator": "replay",
             "name": f"replay ({res.n_accepted} rounds)",
             "estimate": res.value,
-            "lower": res.value - z * se,
-            "upper": res.value + z * se,
-            "std": se,
+            "lower": lower,
+            "upper": upper,
+            "std": res.std_error,
             "ess": float(res.n_accepted),
         }
         table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
     return table, f"ope: {spec} on {log.name}", refs, notes
-
-
-def _z(alpha: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.ppf(1 - alpha / 2))
 
 
 def _trained_policy(log: Any, spec: str, args: argparse.Namespace) -> tuple[Any, Any, str]:

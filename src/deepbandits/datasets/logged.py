@@ -39,7 +39,13 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import check_choice
 from deepbandits.datasets.location import ENV_VAR, data_home, data_home_origin
-from deepbandits.errors import DataError, DataNotFoundError, DeepBanditsError, InputValueError
+from deepbandits.errors import (
+    DataError,
+    DataNotFoundError,
+    DeepBanditsError,
+    InputTypeError,
+    InputValueError,
+)
 from deepbandits.ope.log import LoggedBandit, make_log
 
 OBD_BEHAVIORS = ("random", "bts")
@@ -74,9 +80,28 @@ def _read_csv(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise DataError(f"{path} lacks the column(s) {', '.join(missing)}")
+    if frame.empty:
+        raise DataError(f"{path} has a header but no rows")
     if frame[list(required)].isna().any().any():
         raise DataError(f"{path} has missing values in {', '.join(required)}")
+    for column in required:
+        numbers(frame, column, path)
     return frame
+
+
+def numbers(frame: pd.DataFrame, column: str, path: Path) -> NDArray[np.float64]:
+    """The column ``column`` of a table read from ``path`` as floats; a
+    :class:`~deepbandits.errors.DataError` naming the file, the row, the column and the first
+    value that is not a number otherwise."""
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = values.isna() & frame[column].notna()
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataError(
+            f"{path}, row {row}, column {column!r}: expected a number, got "
+            f"{frame[column].iloc[row]!r}"
+        )
+    return values.to_numpy(np.float64)
 
 
 def _one_hot(frame: pd.DataFrame, columns: list[str]) -> NDArray[np.float64]:
@@ -136,26 +161,32 @@ def load_obd(
             action_features=item_feats,
             name=f"obd/{behavior}/{campaign}",
         )
-    except InputValueError as exc:
+    except (InputValueError, InputTypeError) as exc:
         raise DataError(f"{log_path}: {exc}") from None
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: Any, path: Path, row: int, column: str) -> Any:
     """A list cell of the service log (Parquet: nested arrays; CSV: JSON text)."""
     if isinstance(value, str):
-        return json.loads(value)
+        try:
+            return json.loads(value)
+        except ValueError:
+            shown = value if len(value) <= 60 else value[:57] + "..."
+            raise DataError(
+                f"{path}, row {row}, column {column!r}: expected a JSON list, got {shown!r}"
+            ) from None
     return value
 
 
 def _request(value: Any, path: Path, row: int) -> NDArray[np.float64]:
+    where = f"{path}, row {row}, column 'contexts'"
+    rows = _cell(value, path, row, "contexts")
     try:
-        matrix = np.array([np.asarray(r, dtype=np.float64) for r in _cell(value)])
+        matrix = np.array([np.asarray(r, dtype=np.float64) for r in rows])
     except (TypeError, ValueError) as exc:
-        raise DataError(
-            f"{path}, row {row}: contexts is not a list of K lists of d numbers ({exc})"
-        ) from None
+        raise DataError(f"{where}: expected a list of K lists of d numbers ({exc})") from None
     if matrix.ndim != 2 or matrix.shape[0] == 0:
-        raise DataError(f"{path}, row {row}: contexts must be K >= 1 lists of d numbers")
+        raise DataError(f"{where}: expected K >= 1 lists of d numbers")
     return matrix
 
 
@@ -211,24 +242,30 @@ def read_service_log(path: str | os.PathLike[str]) -> LoggedBandit:
     masks = np.zeros((len(requests), K), dtype=bool)
     for i, m in enumerate(requests):
         contexts[i, : len(m)] = m
-        given = _cell(frame["mask"].iloc[i]) if "mask" in frame.columns else None
+        given = _cell(frame["mask"].iloc[i], path, i, "mask") if "mask" in frame.columns else None
         if given is None or (isinstance(given, float) and np.isnan(given)):
             masks[i, : len(m)] = True
+        elif np.shape(given) != (len(m),):
+            raise DataError(
+                f"{path}, row {i}, column 'mask': expected {len(m)} booleans, got {given!r}"
+            )
         else:
             masks[i, : len(m)] = np.asarray(given, dtype=bool)
     positions = frame["position"].to_numpy() if "position" in frame.columns else None
+    actions, rewards = numbers(frame, "action", path), numbers(frame, "reward", path)
+    propensities = numbers(frame, "propensity", path)
     try:
         return make_log(
             contexts,
-            frame["action"].to_numpy(),
-            frame["reward"].to_numpy(np.float64),
-            frame["propensity"].to_numpy(np.float64),
+            actions,
+            rewards,
+            propensities,
             n_actions=K,
             positions=positions,
             masks=None if masks.all() else masks,
             name=str(path),
         )
-    except InputValueError as exc:
+    except (InputValueError, InputTypeError) as exc:
         raise DataError(f"{path}: {exc}") from None
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -144,7 +145,10 @@ def bootstrap_intervals(
     """Percentile ``1 − alpha`` intervals of each named estimator from ``n_resamples`` Poisson
     resamples of the rounds (the same resamples for every estimator)."""
     samples = estimates_from_sums(resampled_sums(table, n_resamples, seed), names)
-    with np.errstate(invalid="ignore"):
+    # an estimator with no finite resample (SNIPS where every weight is 0) gets NaN bounds; the
+    # support diagnostics say why, so numpy's own warnings about it are not shown
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         lower = np.nanquantile(samples, alpha / 2, axis=0)
         upper = np.nanquantile(samples, 1 - alpha / 2, axis=0)
         std = np.nanstd(samples, axis=0, ddof=1)

@@ -30,7 +30,7 @@ from deepbandits.ope.estimators import (
     policy_model_value,
     term_table,
 )
-from deepbandits.ope.log import LoggedBandit
+from deepbandits.ope.log import LoggedBandit, check_log
 from deepbandits.ope.reward_model import cross_fitted_rewards
 from deepbandits.ope.support import (
     MIN_ESS_FRACTION,
@@ -180,6 +180,7 @@ def evaluate(
         Emit a :class:`~deepbandits.ope.support.SupportWarning` per support problem (they are
         in ``result.messages`` either way).
     """
+    log = check_log(log)
     names = check_estimators(estimators)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", minimum=0)
     alpha = check_positive(alpha, "alpha")

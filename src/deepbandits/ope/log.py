@@ -133,6 +133,17 @@ class LoggedBandit:
         return np.concatenate([stacked, f], axis=2)
 
 
+def check_log(log: Any, name: str = "log") -> LoggedBandit:
+    """``log`` itself when it is a :class:`LoggedBandit`; an
+    :class:`~deepbandits.errors.InputTypeError` naming what to pass otherwise."""
+    if not isinstance(log, LoggedBandit):
+        raise InputTypeError(
+            f"{name} must be a LoggedBandit (make_log(...), deepbandits.load_logged(...) or "
+            f"simulate_log(...)), but {type(log).__name__} is given"
+        )
+    return log
+
+
 def _vector(values: Any, name: str, n: int | None) -> Array:
     arr = as_real_array(values, name)
     if arr.ndim != 1 or (n is not None and arr.shape[0] != n):

@@ -16,13 +16,15 @@ propensity; by default it is the smallest one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits._validation import check_int, check_positive, check_seed
 from deepbandits.errors import InputValueError
-from deepbandits.ope.log import LoggedBandit
+from deepbandits.ope.log import LoggedBandit, check_log
+from deepbandits.ope.target import check_policy
 from deepbandits.policies.policy import Policy
 
 Array = NDArray[np.float64]
@@ -65,11 +67,44 @@ class ReplayResult:
     def n_accepted(self) -> int:
         return len(self.rounds)
 
+    @property
+    def std_error(self) -> float:
+        """The standard error s/√n of :attr:`value` over the accepted rounds (NaN with fewer
+        than two)."""
+        n = self.n_accepted
+        return float(self.rewards.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+
+    def interval(self, alpha: float = 0.05) -> tuple[float, float]:
+        """A ``1 - alpha`` confidence interval of :attr:`value`: Wilson's score interval when
+        every accepted reward is 0 or 1 (a click rate: it stays inside [0, 1] and keeps a width
+        at 0 or n clicks, where the normal interval collapses to a point), else the normal
+        interval value ± z·SE; (NaN, NaN) with no accepted round, or with one real reward."""
+        alpha = check_positive(alpha, "alpha")
+        if alpha >= 1:
+            raise InputValueError(f"alpha must be in (0, 1), but {alpha} is given")
+        n = self.n_accepted
+        z = NormalDist().inv_cdf(1 - alpha / 2)
+        if n and np.isin(self.rewards, (0.0, 1.0)).all():
+            return wilson_interval(float(self.rewards.sum()), n, z)
+        half = z * self.std_error
+        return self.value - half, self.value + half
+
     def cumulative_regret(self) -> Array:
         """Cumulative regret over the accepted rounds (needs the mean rewards)."""
         if self.regret is None:
             raise InputValueError("the regret needs the log's mean rewards (expected_rewards=)")
         return np.cumsum(self.regret)
+
+
+def wilson_interval(successes: float, n: int, z: float) -> tuple[float, float]:
+    """Wilson's score interval of a binomial proportion (Wilson 1927; Brown, Cai & DasGupta
+    2001, Eq. 4): centre (p̂ + z²/2n) / (1 + z²/n), half-width z √(p̂(1 − p̂)/n + z²/4n²) /
+    (1 + z²/n), for ``successes`` of ``n`` trials at the normal quantile ``z``."""
+    p = successes / n
+    scale = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / scale
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / scale
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
 
 
 def replay(
@@ -100,6 +135,9 @@ def replay(
     seed : int, optional
         Seeds the acceptance draws.
     """
+    policy, log = check_policy(policy), check_log(log)
+    if not len(log):
+        raise InputValueError("log must hold at least one round, but it is empty")
     smallest = float(log.propensities.min())
     p_min = smallest if p_min is None else check_positive(p_min, "p_min")
     if p_min > smallest * (1 + 1e-12):

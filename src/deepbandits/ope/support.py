@@ -57,6 +57,9 @@ class Support:
         with π₀ = 0).
     unseen_arms : tuple of int
         Arms π plays that the log never took.
+    n_matched : int
+        Rounds whose logged action π plays (importance weight > 0): the only rounds whose
+        rewards the weighted estimators see.
     """
 
     n: int
@@ -66,6 +69,7 @@ class Support:
     min_propensity: float
     unsupported_mass: float
     unseen_arms: tuple[int, ...]
+    n_matched: int
 
     @property
     def ess_fraction(self) -> float:
@@ -88,6 +92,7 @@ def support_of(log: LoggedBandit, action_dist: Array, w: Array, threshold: float
         min_propensity=float(log.propensities.min()),
         unsupported_mass=float(unsupported),
         unseen_arms=tuple(int(a) for a in np.flatnonzero(played & ~taken)),
+        n_matched=int((w > 0).sum()),
     )
 
 
@@ -114,7 +119,13 @@ def support_messages(
             f"the logging policy could not take{where}: IPS and DR cannot see those rewards "
             "(they underestimate), DM extrapolates to them"
         )
-    if s.ess_fraction < min_ess_fraction:
+    if s.n and not s.n_matched:
+        out.append(
+            f"none of the {s.n} logged rounds took an action the evaluation policy plays (every "
+            "importance weight is 0): IPS, SNIPS and the weighted parts of DR estimate 0 with an "
+            "interval of [0, 0], which says nothing of the policy's value; only DM extrapolates"
+        )
+    elif s.ess_fraction < min_ess_fraction:
         out.append(
             f"the effective sample size is {s.ess:.1f} of {s.n} rounds ({s.ess_fraction:.2%}, "
             f"below {min_ess_fraction:.0%}): the weighted estimates rest on a few rounds"

@@ -41,6 +41,17 @@ def policy_probabilities(policy: Policy, log: LoggedBandit, batch: int = 512) ->
     return out
 
 
+def check_policy(policy: Any, name: str = "policy") -> Policy:
+    """``policy`` itself when it is a policy of the library; an
+    :class:`~deepbandits.errors.InputTypeError` otherwise."""
+    if not isinstance(policy, Policy):
+        raise InputTypeError(
+            f"{name} must be a policy of the library (deepbandits.make_policy(...)), but "
+            f"{type(policy).__name__} is given"
+        )
+    return policy
+
+
 def action_distribution(target: Any, log: LoggedBandit) -> Array:
     """π(· | xₜ) ``[n, K]`` of ``target``: an array of probabilities (checked: finite, ≥ 0,
     each row summing to 1, 0 on masked arms) or a library policy."""

@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import check_positive
 from deepbandits.errors import InputValueError
-from deepbandits.ope.log import LoggedBandit
+from deepbandits.ope.log import LoggedBandit, check_log
+from deepbandits.ope.target import check_policy
 from deepbandits.policies.policy import Policy
 
 Array = NDArray[np.float64]
@@ -87,6 +88,7 @@ def learn_log(
         The rewards' range, passed to every ``update`` (the σ² policies' Eq. 13 needs one when
         the policy declares none).
     """
+    policy, log = check_policy(policy), check_log(log)
     if weights not in WEIGHTINGS:
         raise InputValueError(f"weights must be None or 'ips', but {weights!r} is given")
     clip = check_positive(clip, "clip")
