@@ -35,8 +35,7 @@ from typing import Any
 import numpy as np
 
 from deepbandits._io import write_atomic
-from deepbandits.ope import evaluate, make_log
-from deepbandits.ope.estimators import ESTIMATORS
+from deepbandits.ope import ESTIMATORS, evaluate, make_log
 
 OUT = Path(__file__).parent / "results" / "ope.md"
 TAU, LAM = 2.0, 5.0
@@ -153,7 +152,7 @@ def main() -> int:
     for name in names:
         seconds, result = best_time(lambda name=name: ours(data, [name], n_boot), args.repeats)
         row = {
-            "estimator": ESTIMATORS[name],
+            "estimator": ESTIMATORS[name].display,
             "ours": result.estimate(name),
             "interval": f"{result.table['lower'][0]:.5f} .. {result.table['upper'][0]:.5f}",
             "ours_s": seconds,

@@ -16,13 +16,9 @@ from deepbandits.ope import (
     make_log,
     policy_probabilities,
 )
-from deepbandits.ope.bootstrap import poisson1_counts, resampled_sums
-from deepbandits.ope.estimators import (
-    effective_sample_size,
-    estimates_from_sums,
-    point_estimates,
-    term_table,
-)
+from deepbandits.ope.bootstrap import point_estimates, poisson1_counts, resampled_sums
+from deepbandits.ope.estimator import Terms, check_estimators
+from deepbandits.ope.estimators import SNIPS, DRos, SwitchDR, effective_sample_size
 from deepbandits.ope.simulate import logging_distribution, simulate_log, true_value
 
 ALL = ["ips", "snips", "dm", "dr", "sndr", "switch-dr", "dr-os"]
@@ -126,8 +122,9 @@ def test_estimators_follow_their_definitions():
     w = pi[np.arange(n), a] / p
     dm = (pi * q).sum(1)
     res = q[np.arange(n), a]
-    table = term_table(r, w, dm, res, tau=2.0, lam=3.0)
-    got = dict(zip(ALL, point_estimates(table, ALL), strict=True))
+    estimators = check_estimators(ALL, tau=2.0, lam=3.0)
+    assert estimators[-2:] == [SwitchDR(tau=2.0), DRos(lam=3.0)]
+    got = dict(zip(ALL, point_estimates(estimators, Terms(r, w, dm, res)), strict=True))
     want = {
         "ips": np.mean(w * r),
         "snips": np.sum(w * r) / np.sum(w),
@@ -137,8 +134,10 @@ def test_estimators_follow_their_definitions():
         "switch-dr": np.mean(dm + (w <= 2.0) * w * (r - res)),
         "dr-os": np.mean(dm + 3.0 * w / (w**2 + 3.0) * (r - res)),
     }
-    for name in ALL:
+    for name, estimator in zip(ALL, estimators, strict=True):
         assert got[name] == pytest.approx(want[name], rel=1e-12), name
+        # the estimate alone, from the estimator's own columns, is the same number
+        assert estimator.estimate(Terms(r, w, dm, res)) == pytest.approx(got[name], rel=1e-12)
     assert effective_sample_size(np.ones(10)) == pytest.approx(10.0)
     assert effective_sample_size(np.array([1.0, 0.0, 0.0])) == pytest.approx(1.0)
 
@@ -158,7 +157,7 @@ def test_resampled_sums_are_count_weighted_sums_and_counts_are_poisson():
     assert abs(np.mean(draws == 0) - np.exp(-1.0)) < 0.002
     assert abs(np.mean(draws == 3) - np.exp(-1.0) / 6) < 0.001
     # a resample that gives no weight to any round reads as NaN, not a crash
-    nan = estimates_from_sums(np.zeros((1, 8)), ["snips"])
+    nan = SNIPS().from_sums({"wr": np.zeros(1), "w": np.zeros(1)})
     assert np.isnan(nan).all()
 
 

@@ -26,7 +26,10 @@ from deepbandits._io import write_atomic
 from deepbandits.cli.arguments import check_writable, nonnegative_int, positive_float
 from deepbandits.errors import InputValueError
 
-ESTIMATOR_HELP = "all, or a comma list of ips,snips,dm,dr,sndr,switch-dr,dr-os"
+ESTIMATOR_HELP = (
+    "all, or a comma list of ips,snips,dm,dr,sndr,switch-dr,dr-os, each with its settings if "
+    "wanted (switch-dr:tau=10,dr-os:lam=5)"
+)
 #: The numeric options: flag, type, default and what it sets (the help adds the default).
 NUMBERS: tuple[tuple[str, Callable[[str], Any], float, str], ...] = (
     ("--folds", nonnegative_int, 5, "cross-fitting folds"),
@@ -135,11 +138,15 @@ def _write(table: pd.DataFrame, out: Path, title: str, refs: dict[str, float]) -
 
 def ope_command(args: argparse.Namespace) -> int:
     """Run ``deepbandits ope`` (module notes)."""
-    from deepbandits.ope.evaluate import check_estimators
+    from deepbandits.ope.estimator import check_estimators
+    from deepbandits.ope.estimators import check_threshold
+    from deepbandits.specs import split_specs
 
     kind, params = parse_log_spec(args.log)
     estimators = check_estimators(
-        args.estimators if args.estimators == "all" else args.estimators.split(",")
+        args.estimators if args.estimators == "all" else split_specs([args.estimators]),
+        tau=check_threshold(args.switch_tau, "--switch-tau"),
+        lam=check_threshold(args.shrinkage_lambda, "--shrinkage-lambda"),
     )
     if not 0.0 < args.alpha < 1.0:
         raise InputValueError(f"--alpha must be in (0, 1), but {args.alpha} is given")
@@ -153,8 +160,6 @@ def ope_command(args: argparse.Namespace) -> int:
         n_folds=args.folds,
         n_bootstrap=args.n_bootstrap,
         alpha=args.alpha,
-        switch_tau=args.switch_tau,
-        shrinkage_lambda=args.shrinkage_lambda,
         seed=args.seed,
     )
     if policy == "obd-bts":
@@ -185,11 +190,12 @@ def _obd_bts(
         campaign,
         data_dir=args.data_dir,
         reward_model=options["reward_model"],
+        estimators=options["estimators"],
         n_bootstrap=options["n_bootstrap"],
         n_runs=args.runs,
         seed=args.seed,
     )
-    table = gt.table[gt.table["estimator"].isin(options["estimators"])].reset_index(drop=True)
+    table = gt.table
     lo, hi = gt.truth_interval
     mass = "/".join(f"{m:.3f}" for m in gt.policy.mass_before_normalising)
     notes = [

@@ -1,14 +1,32 @@
 """Off-policy evaluation and warm starts from logged bandit data.
 
 How good would a policy have been on the traffic already logged? :func:`evaluate` answers with
-IPS, SNIPS, the direct method, DR, SNDR, Switch-DR and DRos (:mod:`~deepbandits.ope.estimators`),
-each with a bootstrap interval and the effective sample size; :func:`replay` answers for a
+IPS, SNIPS, the direct method, DR, SNDR, Switch-DR and DRos (:mod:`~deepbandits.ope.estimators`)
+or any :class:`Estimator` (:mod:`~deepbandits.ope.estimator`: one class per estimator), each with
+a bootstrap interval and the effective sample size; :func:`replay` answers for a
 policy that learns as it goes (Li et al. 2011); :func:`learn_log` starts a policy from the log.
 Logs come from :func:`make_log`, :func:`deepbandits.load_logged` (the Open Bandit Dataset, the
 decision service's export) or :func:`simulate_log` (with the true values known).
 """
 
-from deepbandits.ope.estimators import ESTIMATORS, effective_sample_size
+from deepbandits.ope.estimator import (
+    ESTIMATORS,
+    Estimator,
+    RatioEstimator,
+    Terms,
+    make_estimator,
+    register_estimator,
+)
+from deepbandits.ope.estimators import (
+    DM,
+    DR,
+    IPS,
+    SNDR,
+    SNIPS,
+    DRos,
+    SwitchDR,
+    effective_sample_size,
+)
 from deepbandits.ope.evaluate import OPEResult, evaluate
 from deepbandits.ope.log import LoggedBandit, make_log
 from deepbandits.ope.replay import ReplayResult, replay
@@ -19,21 +37,33 @@ from deepbandits.ope.target import action_distribution, policy_probabilities
 from deepbandits.ope.warm import WarmStart, learn_log
 
 __all__ = [
+    "DM",
+    "DR",
     "ESTIMATORS",
+    "IPS",
+    "SNDR",
+    "SNIPS",
+    "DRos",
+    "Estimator",
     "LoggedBandit",
     "OPEResult",
+    "RatioEstimator",
     "ReplayResult",
     "SimulatedLog",
     "Support",
     "SupportWarning",
+    "SwitchDR",
+    "Terms",
     "WarmStart",
     "action_distribution",
     "cross_fitted_rewards",
     "effective_sample_size",
     "evaluate",
     "learn_log",
+    "make_estimator",
     "make_log",
     "policy_probabilities",
+    "register_estimator",
     "replay",
     "simulate_log",
     "true_value",

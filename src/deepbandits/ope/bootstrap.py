@@ -1,9 +1,10 @@
 """Bootstrap intervals of every estimator at once, all resamples as one array.
 
-Each estimate is a sum of ratios of column sums of the term table
-(:func:`~deepbandits.ope.estimators.term_table`), so a resample is a vector of counts ``c`` and
-its column sums are ``c @ table``. The ``B`` resamples are the rows of a count matrix ``C``
-``[B, n]`` and their sums one matrix product ``C @ table`` ``[B, m]``: no loop over resamples.
+A ratio estimator (:class:`~deepbandits.ope.estimator.RatioEstimator`: IPS, SNIPS, DM, the DR
+family) is a sum of ratios of column sums, so a resample is a vector of counts ``c`` and the
+column sums of the table of every such estimator's columns are ``c @ table``. The ``B``
+resamples are the rows of a count matrix ``C`` ``[B, n]`` and their sums one matrix product
+``C @ table`` ``[B, m]``: no loop over resamples.
 The rows of the log are taken in chunks only to bound memory (``B × chunk`` counts at a time),
 each chunk with its own generator spawned from the seed, so the chunks run on several threads
 (numpy releases the GIL while it draws, gathers and multiplies) and the resamples are the same
@@ -20,6 +21,9 @@ product in float32 (each chunk's sums are accumulated in float64): the resampled
 carry a relative rounding error near 1e-6, far below the spread of the resamples; the point
 estimates are computed in float64.
 
+An estimator that is not a ratio of sums gets its own resamples, drawn the same way in blocks of
+resamples, and its :meth:`~deepbandits.ope.estimator.Estimator.estimate_weighted` on each.
+
 The reward model stays as fitted on the whole log (it is not refitted per resample), as in OBP's
 intervals; the interval is the percentile interval of the resampled estimates (Efron &
 Tibshirani 1993, Section 13.3).
@@ -30,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -37,12 +42,14 @@ import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
-from deepbandits.ope.estimators import estimates_from_sums
+from deepbandits.ope.estimator import Estimator, RatioEstimator, Terms, ratio_columns
 
 Array = NDArray[np.float64]
 
 #: Counts drawn per chunk of rows: ``B × chunk`` float32 counts at a time (16 MB per thread).
 CHUNK_COUNTS = 4_000_000
+#: The spawn key under the seed of the resamples of estimators that are not ratios.
+OTHERS_KEY = 2**31
 #: Threads that draw and multiply the chunks.
 THREADS = min(4, os.cpu_count() or 1)
 
@@ -124,6 +131,48 @@ def resampled_sums(
     return total
 
 
+def point_estimates(estimators: Sequence[Estimator], terms: Terms) -> Array:
+    """Each estimate on the log itself ``[E]``: the ratio estimators from one set of column
+    sums (in float64), the others from their own :meth:`~Estimator.estimate`."""
+    ratio = [e for e in estimators if isinstance(e, RatioEstimator)]
+    sums = {name: column.sum() for name, column in ratio_columns(ratio, terms).items()}
+    return np.array(
+        [
+            float(e.from_sums(sums)) if isinstance(e, RatioEstimator) else e.estimate(terms)
+            for e in estimators
+        ]
+    )
+
+
+def resampled_estimates(
+    estimators: Sequence[Estimator], terms: Terms, n_resamples: int, seed: int | None
+) -> Array:
+    """The estimates on ``n_resamples`` Poisson resamples ``[B, E]``: every ratio estimator on
+    the same resamples (one :func:`resampled_sums` of their table), each other estimator on
+    resamples of its own, drawn in blocks of at most :data:`CHUNK_COUNTS` counts."""
+    out = np.empty((n_resamples, len(estimators)))
+    ratio = [j for j, e in enumerate(estimators) if isinstance(e, RatioEstimator)]
+    if ratio:
+        table = ratio_columns([estimators[j] for j in ratio], terms)  # type: ignore[misc]
+        names = list(table)
+        sums = resampled_sums(np.column_stack([table[k] for k in names]), n_resamples, seed)
+        by_name = {k: sums[:, i] for i, k in enumerate(names)}
+        for j in ratio:
+            out[:, j] = estimators[j].from_sums(by_name)  # type: ignore[attr-defined]
+    others = [j for j in range(len(estimators)) if j not in ratio]
+    # children of a key no chunk of the table's uses (their children are 0, 1, ...)
+    base = np.random.SeedSequence(seed)
+    seeds = np.random.SeedSequence(base.entropy, spawn_key=(OTHERS_KEY,)).spawn(len(others))
+    block = max(1, CHUNK_COUNTS // max(1, len(terms)))
+    for j, child in zip(others, seeds, strict=True):
+        rng = np.random.default_rng(child)
+        for start in range(0, n_resamples, block):
+            b = min(block, n_resamples - start)
+            counts = poisson1_counts(rng, (b, len(terms))).astype(np.float64)
+            out[start : start + b, j] = estimators[j].estimate_weighted(terms, counts)
+    return out
+
+
 @dataclass(frozen=True)
 class Intervals:
     """The resampled estimates ``[B, E]`` and their percentile intervals and spread."""
@@ -135,16 +184,16 @@ class Intervals:
 
 
 def bootstrap_intervals(
-    table: Array,
-    names: list[str],
+    estimators: Sequence[Estimator],
+    terms: Terms,
     *,
     n_resamples: int = 1000,
     alpha: float = 0.05,
     seed: int | None = 0,
 ) -> Intervals:
-    """Percentile ``1 − alpha`` intervals of each named estimator from ``n_resamples`` Poisson
-    resamples of the rounds (the same resamples for every estimator)."""
-    samples = estimates_from_sums(resampled_sums(table, n_resamples, seed), names)
+    """Percentile ``1 − alpha`` intervals of each estimator from ``n_resamples`` Poisson
+    resamples of the rounds (:func:`resampled_estimates`)."""
+    samples = resampled_estimates(estimators, terms, n_resamples, seed)
     # an estimator with no finite resample (SNIPS where every weight is 0) gets NaN bounds; the
     # support diagnostics say why, so numpy's own warnings about it are not shown
     with np.errstate(invalid="ignore"), warnings.catch_warnings():

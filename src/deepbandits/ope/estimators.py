@@ -26,46 +26,27 @@ name           estimate                                                         
 
 These are the definitions of Open Bandit Pipeline 0.4.1 (``obp.ope``; Switch-DR keeps q̂(xₜ, π)
 on every round and drops the correction where wₜ > τ), which ``benchmarks/ope.py`` checks to
-1e-10. Each estimator is written as ``ratios``: pairs (numerator column, denominator column) of
-the term table :func:`term_table`, so that the same sums give the estimate on the log (weights
-1) and on every bootstrap resample at once (:mod:`deepbandits.ope.bootstrap`).
+1e-10. Each is a :class:`~deepbandits.ope.estimator.RatioEstimator` (one class, its
+hyperparameters its fields), so that the same sums give the estimate on the log and on every
+bootstrap resample at once (:mod:`deepbandits.ope.bootstrap`); the weight functions below are
+the pure functions they are built from.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from deepbandits._validation import check_positive
+from deepbandits.ope.estimator import RatioEstimator, Terms, register_estimator
+
 Array = NDArray[np.float64]
 
-#: Display names, in table order.
-ESTIMATORS: Final[dict[str, str]] = {
-    "ips": "IPS",
-    "snips": "SNIPS",
-    "dm": "DM",
-    "dr": "DR",
-    "sndr": "SNDR",
-    "switch-dr": "Switch-DR",
-    "dr-os": "DRos",
-}
-#: Estimators that need a reward model q̂.
-MODEL_BASED: Final = frozenset({"dm", "dr", "sndr", "switch-dr", "dr-os"})
-
-#: Columns of the term table, each a per-round term whose sum enters an estimate.
-COLUMNS: Final = ("one", "w", "wr", "dm", "dr", "wres", "switch", "shrunk")
-
-#: Each estimator as Σ over its pairs of (Σ numerator column) / (Σ denominator column).
-RATIOS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
-    "ips": (("wr", "one"),),
-    "snips": (("wr", "w"),),
-    "dm": (("dm", "one"),),
-    "dr": (("dr", "one"),),
-    "sndr": (("dm", "one"), ("wres", "w")),
-    "switch-dr": (("switch", "one"),),
-    "dr-os": (("shrunk", "one"),),
-}
+#: Switch-DR's threshold τ and DRos's shrinkage λ when none is given (fixed, not tuned).
+SWITCH_TAU = 100.0
+SHRINKAGE_LAMBDA = 100.0
 
 
 def importance_weights(
@@ -103,57 +84,140 @@ def effective_sample_size(w: Array, counts: Array | None = None) -> float:
     return float((c @ w) ** 2 / s2) if s2 > 0 else 0.0
 
 
-def term_table(
-    rewards: Array,
-    w: Array,
-    dm: Array | None = None,
-    q_logged: Array | None = None,
-    *,
-    tau: float = np.inf,
-    lam: float = np.inf,
-) -> Array:
-    """The per-round terms ``[n, len(COLUMNS)]`` whose sums make every estimate.
-
-    Parameters
-    ----------
-    rewards, w : ndarray ``[n]``
-        Rewards rₜ and importance weights wₜ.
-    dm : ndarray ``[n]``, optional
-        q̂(xₜ, π) (:func:`policy_model_value`); zeros without a reward model.
-    q_logged : ndarray ``[n]``, optional
-        q̂(xₜ, aₜ) of the logged action; zeros without a reward model.
-    tau, lam : float
-        Switch-DR's threshold τ and DRos's shrinkage λ.
-    """
-    n = len(rewards)
-    dm = np.zeros(n) if dm is None else dm
-    residual = rewards - (np.zeros(n) if q_logged is None else q_logged)
-    wres = w * residual
-    table = np.empty((n, len(COLUMNS)))
-    table[:, 0] = 1.0
-    table[:, 1] = w
-    table[:, 2] = w * rewards
-    table[:, 3] = dm
-    table[:, 4] = dm + wres
-    table[:, 5] = wres
-    table[:, 6] = dm + switched_weights(w, tau) * residual
-    table[:, 7] = dm + shrunk_weights(w, lam) * residual
-    return table
+def check_threshold(value: object, name: str) -> float:
+    """A threshold ≥ 0, infinity allowed (Switch-DR's τ = ∞ and DRos's λ = ∞ are DR)."""
+    if isinstance(value, float) and value == float("inf"):
+        return value
+    return check_positive(value, name, allow_zero=True)
 
 
-def estimates_from_sums(sums: Array, names: list[str]) -> Array:
-    """Each named estimate from column sums ``[..., len(COLUMNS)]`` (the log's, or every
-    resample's at once): ``[..., len(names)]``. A ratio whose denominator is 0 (no weight on a
-    resample) is NaN."""
-    col = {c: i for i, c in enumerate(COLUMNS)}
-    out = np.zeros((*sums.shape[:-1], len(names)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for j, name in enumerate(names):
-            for num, den in RATIOS[name]:
-                out[..., j] += sums[..., col[num]] / sums[..., col[den]]
-    return out
+@register_estimator
+@dataclass(frozen=True)
+class IPS(RatioEstimator):
+    """Σ wₜ rₜ / n (Horvitz & Thompson 1952; Strehl et al. 2010)."""
+
+    short = "ips"
+    display = "IPS"
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        return {"wr": terms.w * terms.rewards}
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return (("wr", "one"),)
 
 
-def point_estimates(table: Array, names: list[str]) -> Array:
-    """The estimates on the log itself, each a mean or ratio of means of its column(s)."""
-    return estimates_from_sums(table.sum(axis=0), names)
+@register_estimator
+@dataclass(frozen=True)
+class SNIPS(RatioEstimator):
+    """Σ wₜ rₜ / Σ wₜ (Swaminathan & Joachims 2015)."""
+
+    short = "snips"
+    display = "SNIPS"
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        return {"wr": terms.w * terms.rewards, "w": terms.w}
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return (("wr", "w"),)
+
+
+@register_estimator
+@dataclass(frozen=True)
+class DM(RatioEstimator):
+    """Σ q̂(xₜ, π) / n, the direct method (Beygelzimer & Langford 2009)."""
+
+    short = "dm"
+    display = "DM"
+    needs_model = True
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        return {"dm": terms.model(self)[0]}
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return (("dm", "one"),)
+
+
+@register_estimator
+@dataclass(frozen=True)
+class DR(RatioEstimator):
+    """Σ [q̂(xₜ, π) + wₜ (rₜ − q̂(xₜ, aₜ))] / n, doubly robust (Dudík et al. 2011, Eq. 3)."""
+
+    short = "dr"
+    display = "DR"
+    needs_model = True
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        dm, residual = terms.model(self)
+        return {"dr": dm + terms.w * residual}
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return (("dr", "one"),)
+
+
+@register_estimator
+@dataclass(frozen=True)
+class SNDR(RatioEstimator):
+    """Σ q̂(xₜ, π) / n + Σ wₜ (rₜ − q̂(xₜ, aₜ)) / Σ wₜ, self-normalised DR (Kallus & Uehara
+    2019)."""
+
+    short = "sndr"
+    display = "SNDR"
+    needs_model = True
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        dm, residual = terms.model(self)
+        return {"dm": dm, "wres": terms.w * residual, "w": terms.w}
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return (("dm", "one"), ("wres", "w"))
+
+
+@register_estimator
+@dataclass(frozen=True)
+class SwitchDR(RatioEstimator):
+    """Σ [q̂(xₜ, π) + 1{wₜ ≤ τ} wₜ (rₜ − q̂(xₜ, aₜ))] / n (Wang, Agarwal & Dudík 2017)."""
+
+    tau: float = SWITCH_TAU
+    short = "switch-dr"
+    display = "Switch-DR"
+    needs_model = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tau", check_threshold(self.tau, "tau"))
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        dm, residual = terms.model(self)
+        return {self._column: dm + switched_weights(terms.w, self.tau) * residual}
+
+    @property
+    def _column(self) -> str:
+        return f"switch-dr[tau={self.tau!r}]"
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return ((self._column, "one"),)
+
+
+@register_estimator
+@dataclass(frozen=True)
+class DRos(RatioEstimator):
+    """Σ [q̂(xₜ, π) + λwₜ/(wₜ² + λ) (rₜ − q̂(xₜ, aₜ))] / n, DR with optimistic shrinkage (Su et
+    al. 2020, Eq. 6)."""
+
+    lam: float = SHRINKAGE_LAMBDA
+    short = "dr-os"
+    display = "DRos"
+    needs_model = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lam", check_threshold(self.lam, "lam"))
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        dm, residual = terms.model(self)
+        return {self._column: dm + shrunk_weights(terms.w, self.lam) * residual}
+
+    @property
+    def _column(self) -> str:
+        return f"dr-os[lam={self.lam!r}]"
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return ((self._column, "one"),)

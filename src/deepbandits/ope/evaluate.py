@@ -21,14 +21,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import as_real_array, check_int, check_positive, check_seed
 from deepbandits.errors import InputValueError
-from deepbandits.ope.bootstrap import bootstrap_intervals
+from deepbandits.ope.bootstrap import bootstrap_intervals, point_estimates
+from deepbandits.ope.estimator import Estimator, Terms, check_estimators
 from deepbandits.ope.estimators import (
-    ESTIMATORS,
-    MODEL_BASED,
+    SHRINKAGE_LAMBDA,
+    SWITCH_TAU,
+    check_threshold,
     importance_weights,
-    point_estimates,
     policy_model_value,
-    term_table,
 )
 from deepbandits.ope.log import LoggedBandit, check_log
 from deepbandits.ope.reward_model import cross_fitted_rewards
@@ -43,10 +43,6 @@ from deepbandits.ope.support import (
 from deepbandits.ope.target import action_distribution
 
 Array = NDArray[np.float64]
-
-#: Switch-DR's threshold τ and DRos's shrinkage λ when none is given.
-SWITCH_TAU = 100.0
-SHRINKAGE_LAMBDA = 100.0
 
 
 @dataclass(frozen=True)
@@ -78,8 +74,14 @@ class OPEResult:
     alpha: float = 0.05
 
     def estimate(self, estimator: str) -> float:
-        """The estimate of one estimator (by short name, ``"dr"``)."""
-        rows = self.table.loc[self.table["estimator"] == estimator, "estimate"]
+        """The estimate of one estimator, by its label (``"switch-dr:tau=10.0"``) or, when one
+        row has it, its short name (``"dr"``)."""
+        table = self.table
+        rows = table.loc[table["estimator"] == estimator, "estimate"]
+        if rows.empty:
+            short = table["estimator"].str.partition(":")[0]
+            if (short == estimator).sum() == 1:
+                rows = table.loc[short == estimator, "estimate"]
         if rows.empty:
             raise InputValueError(
                 f"no estimator {estimator!r} in this result; it has "
@@ -97,29 +99,6 @@ class OPEResult:
         return replace(self, table=table)
 
 
-def check_estimators(estimators: str | Sequence[str]) -> list[str]:
-    """``"all"``, one name or a list of names of :data:`ESTIMATORS`, in table order."""
-    names = (
-        list(ESTIMATORS)
-        if estimators == "all"
-        else ([estimators] if isinstance(estimators, str) else list(estimators))
-    )
-    unknown = [e for e in names if e not in ESTIMATORS]
-    if unknown or not names:
-        raise InputValueError(
-            f"unknown estimator(s) {', '.join(map(repr, unknown)) or '(none given)'}; expected "
-            f"'all' or some of {', '.join(ESTIMATORS)}"
-        )
-    return [e for e in ESTIMATORS if e in names]
-
-
-def _check_threshold(value: Any, name: str) -> float:
-    """A threshold ≥ 0, infinity allowed (Switch-DR's τ = ∞ and DRos's λ = ∞ are DR)."""
-    if isinstance(value, float) and value == float("inf"):
-        return value
-    return check_positive(value, name, allow_zero=True)
-
-
 def _check_q_hat(q_hat: ArrayLike, log: LoggedBandit) -> Array:
     q = as_real_array(q_hat, "q_hat")
     if q.shape != (len(log), log.n_actions) or not np.isfinite(q).all():
@@ -134,7 +113,7 @@ def evaluate(
     log: LoggedBandit,
     policy: Any,
     *,
-    estimators: str | Sequence[str] = "all",
+    estimators: str | Estimator | Sequence[str | Estimator] = "all",
     reward_model: Any = "auto",
     q_hat: ArrayLike | None = None,
     n_folds: int = 5,
@@ -158,8 +137,10 @@ def evaluate(
     policy : array ``[n, K]`` or Policy
         π(a | xₜ) on every round, or a policy of the library (its decision probabilities,
         :mod:`~deepbandits.ope.target`).
-    estimators : "all", str or list of str
-        Among ``ips``, ``snips``, ``dm``, ``dr``, ``sndr``, ``switch-dr``, ``dr-os``.
+    estimators : "all", str, Estimator or a list of them
+        Names or specifications of :data:`~deepbandits.ope.estimator.ESTIMATORS` (``ips``,
+        ``snips``, ``dm``, ``dr``, ``sndr``, ``switch-dr``, ``dr-os``;
+        ``"switch-dr:tau=10"``), or :class:`~deepbandits.ope.estimator.Estimator` objects.
     reward_model : str or scikit-learn estimator, default="auto"
         q̂ of the model-based estimators, cross-fitted over ``n_folds`` folds.
     q_hat : array ``[n, K]``, optional
@@ -169,7 +150,8 @@ def evaluate(
     alpha : float, default=0.05
         The intervals cover 1 − alpha.
     switch_tau, shrinkage_lambda : float, default=100
-        Switch-DR's weight threshold τ and DRos's λ.
+        Switch-DR's weight threshold τ and DRos's λ where ``estimators`` names them without
+        one.
     truth : float, optional
         The true value, when known: adds relative errors and coverage.
     min_propensity, min_ess_fraction : float
@@ -181,31 +163,33 @@ def evaluate(
         in ``result.messages`` either way).
     """
     log = check_log(log)
-    names = check_estimators(estimators)
+    chosen = check_estimators(
+        estimators,
+        tau=check_threshold(switch_tau, "switch_tau"),
+        lam=check_threshold(shrinkage_lambda, "shrinkage_lambda"),
+    )
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", minimum=0)
     alpha = check_positive(alpha, "alpha")
     if alpha >= 1:
         raise InputValueError(f"alpha must be in (0, 1), but {alpha} is given")
-    switch_tau = _check_threshold(switch_tau, "switch_tau")
-    shrinkage_lambda = _check_threshold(shrinkage_lambda, "shrinkage_lambda")
     seed = check_seed(seed)
     dist = action_distribution(policy, log)
     w = importance_weights(dist, log.actions, log.propensities)
     q = None
     if q_hat is not None:
         q = _check_q_hat(q_hat, log)
-    elif MODEL_BASED & set(names):
+    elif any(e.needs_model for e in chosen):
         q = cross_fitted_rewards(log, reward_model, n_folds=n_folds, seed=seed)
     dm = None if q is None else policy_model_value(dist, q)
     q_logged = None if q is None else q[np.arange(len(log)), log.actions]
-    table = term_table(log.rewards, w, dm, q_logged, tau=switch_tau, lam=shrinkage_lambda)
-    estimates = point_estimates(table, names)
+    terms = Terms(log.rewards, w, dm, q_logged)
+    estimates = point_estimates(chosen, terms)
     if n_bootstrap:
-        boot = bootstrap_intervals(table, names, n_resamples=n_bootstrap, alpha=alpha, seed=seed)
+        boot = bootstrap_intervals(chosen, terms, n_resamples=n_bootstrap, alpha=alpha, seed=seed)
         lower, upper, std, samples = boot.lower, boot.upper, boot.std, boot.samples
     else:
-        lower = upper = std = np.full(len(names), np.nan)
-        samples = np.empty((0, len(names)))
+        lower = upper = std = np.full(len(chosen), np.nan)
+        samples = np.empty((0, len(chosen)))
     support = support_of(log, dist, w, min_propensity)
     messages = support_messages(
         support, min_propensity=min_propensity, min_ess_fraction=min_ess_fraction
@@ -214,8 +198,8 @@ def evaluate(
         warn_support(messages)
     frame = pd.DataFrame(
         {
-            "estimator": names,
-            "name": [ESTIMATORS[e] for e in names],
+            "estimator": [e.label for e in chosen],
+            "name": [e.title for e in chosen],
             "estimate": estimates,
             "lower": lower,
             "upper": upper,

@@ -20,6 +20,7 @@ the logged propensities of each pair, which is biased upwards (each πₜ is see
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ from numpy.typing import NDArray
 from deepbandits._validation import check_choice, check_int, check_seed
 from deepbandits.datasets.logged import OBD_CAMPAIGNS, load_obd
 from deepbandits.errors import InputValueError
+from deepbandits.ope.estimator import Estimator, check_estimators
 from deepbandits.ope.evaluate import evaluate
 from deepbandits.ope.log import LoggedBandit
 
@@ -136,6 +138,7 @@ def ground_truth(
     campaign: str = "all",
     *,
     data_dir: str | os.PathLike[str] | None = None,
+    estimators: str | Estimator | Sequence[str | Estimator] = "all",
     reward_model: object = "auto",
     n_bootstrap: int = 1000,
     n_runs: int = 30,
@@ -154,9 +157,11 @@ def ground_truth(
     half = 1.96 * np.sqrt(truth * (1 - truth) / len(bts_log))
     policy = context_free_policy(bts_log, source)
     dist = policy.action_dist(random_log)
+    chosen = check_estimators(estimators)
     result = evaluate(
         random_log,
         dist,
+        estimators=chosen,
         reward_model=reward_model,
         n_bootstrap=n_bootstrap,
         truth=truth,
@@ -171,6 +176,7 @@ def ground_truth(
         boot = evaluate(
             random_log.subset(rows),
             dist[rows],
+            estimators=chosen,
             reward_model=reward_model,
             n_bootstrap=0,
             seed=None if seed is None else seed + run + 1,
@@ -181,8 +187,9 @@ def ground_truth(
         rel = np.abs(np.array(errors))
         table["rel_error_mean"] = rel.mean(axis=0)
         table["rel_error_std"] = rel.std(axis=0, ddof=1) if n_runs > 1 else np.nan
-    if campaign == "all":
-        table["obp_mean"] = [OBP_PUBLISHED[e][0] for e in table["estimator"]]
-        table["obp_std"] = [OBP_PUBLISHED[e][1] for e in table["estimator"]]
+    if campaign == "all":  # only where the estimator is the one obp's number is for
+        nan = (np.nan, np.nan)
+        table["obp_mean"] = [OBP_PUBLISHED.get(e, nan)[0] for e in table["estimator"]]
+        table["obp_std"] = [OBP_PUBLISHED.get(e, nan)[1] for e in table["estimator"]]
     table.insert(0, "campaign", campaign)
     return GroundTruth(campaign, table, truth, (truth - half, truth + half), policy)
