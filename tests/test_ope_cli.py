@@ -23,7 +23,12 @@ def test_ope_on_obd_prints_the_ground_truth_table_and_writes_files(tmp_path, cap
     assert "truth: BTS's click rate" in printed and "relative_error" in printed
     assert "Switch-DR" in printed and "obp_mean" in printed
     table = pd.read_csv(out / "ope.csv")
-    assert list(table["estimator"]) == ["ips", "snips", "dm", "dr", "sndr", "switch-dr", "dr-os"]
+    fixed = ["ips", "snips", "dm", "dr", "sndr", "switch-dr", "dr-os"]
+    assert list(table["estimator"]) == [*fixed, "switch-dr-slope", "dr-os-slope"]
+    # obp's published (SLOPE-tuned) Switch-DR and DRos errors stand beside the tuned rows only
+    obp = table.set_index("estimator")["obp_mean"]
+    assert obp[["switch-dr", "dr-os"]].isna().all()
+    assert obp["switch-dr-slope"] == 0.258 and obp["dr-os-slope"] == 0.160
     assert pd.read_parquet(out / "ope.parquet").shape == table.shape
     assert (out / "ope.png").stat().st_size > 0 and (out / "ope.svg").is_file()
 

@@ -34,6 +34,7 @@ from deepbandits.ope.reward_model import cross_fitted_rewards
 from deepbandits.ope.simulate import SimulatedLog, simulate_log, true_value
 from deepbandits.ope.support import Support, SupportWarning
 from deepbandits.ope.target import action_distribution, policy_probabilities
+from deepbandits.ope.tuning import DRosSlope, SlopeTuned, SwitchDRSlope
 from deepbandits.ope.warm import WarmStart, learn_log
 
 __all__ = [
@@ -44,15 +45,18 @@ __all__ = [
     "SNDR",
     "SNIPS",
     "DRos",
+    "DRosSlope",
     "Estimator",
     "LoggedBandit",
     "OPEResult",
     "RatioEstimator",
     "ReplayResult",
     "SimulatedLog",
+    "SlopeTuned",
     "Support",
     "SupportWarning",
     "SwitchDR",
+    "SwitchDRSlope",
     "Terms",
     "WarmStart",
     "action_distribution",

@@ -92,13 +92,19 @@ class Estimator(ABC):
         """The short name, with the hyperparameters that differ from the defaults in the
         specification syntax (``"switch-dr:tau=10.0"``, which :func:`make_estimator` reads
         back): the ``estimator`` column of a table."""
-        return with_params(self.short, _changed(self))
+        changed = {k: list(v) if isinstance(v, tuple) else v for k, v in _changed(self).items()}
+        return with_params(self.short, changed)
 
     @property
     def title(self) -> str:
         """The display name, with the hyperparameters that differ from the defaults."""
-        changed = ", ".join(f"{k}={_shown(v)}" for k, v in _changed(self).items())
+        changed = "; ".join(f"{k}={_shown(v)}" for k, v in _changed(self).items())
         return f"{self.display} ({changed})" if changed else self.display
+
+    def describe(self, terms: Terms) -> str:
+        """The name in a table of results on ``terms``: the :attr:`title`, and what the
+        estimator chose from the data where it chose something."""
+        return self.title
 
     def estimate(self, terms: Terms) -> float:
         """The estimate on the log itself."""
@@ -156,6 +162,8 @@ def ratio_columns(estimators: Sequence[RatioEstimator], terms: Terms) -> dict[st
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(map(_shown, value)) + "]"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

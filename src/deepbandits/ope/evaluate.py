@@ -20,9 +20,9 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import as_real_array, check_int, check_positive, check_seed
-from deepbandits.errors import InputValueError
+from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.ope.bootstrap import bootstrap_intervals, point_estimates
-from deepbandits.ope.estimator import Estimator, Terms, check_estimators
+from deepbandits.ope.estimator import Estimator, Terms, check_estimators, make_estimator
 from deepbandits.ope.estimators import (
     SHRINKAGE_LAMBDA,
     SWITCH_TAU,
@@ -77,6 +77,10 @@ class OPEResult:
         """The estimate of one estimator, by its label (``"switch-dr:tau=10.0"``) or, when one
         row has it, its short name (``"dr"``)."""
         table = self.table
+        try:  # a specification spelled otherwise than the label: "dr-os:lam=100" is "dr-os"
+            estimator = make_estimator(estimator).label
+        except DeepBanditsError:
+            pass
         rows = table.loc[table["estimator"] == estimator, "estimate"]
         if rows.empty:
             short = table["estimator"].str.partition(":")[0]
@@ -199,7 +203,7 @@ def evaluate(
     frame = pd.DataFrame(
         {
             "estimator": [e.label for e in chosen],
-            "name": [e.title for e in chosen],
+            "name": [e.describe(terms) for e in chosen],
             "estimate": estimates,
             "lower": lower,
             "upper": upper,

@@ -1,0 +1,157 @@
+"""Shrinkage tuned from the data: Switch-DR's τ and DRos's λ chosen by SLOPE.
+
+SLOPE (Su, Srinath & Krishnamurthy 2020, "Adaptive estimator selection for off-policy
+evaluation", Algorithm 1) picks one of a family of estimators ordered by variance, each the mean
+of a per-round column: the candidates are taken from the widest deviation down, and the next is
+accepted while its estimate lies within its own deviation plus c times each accepted one's
+(Lepski's principle); the last accepted is chosen. It adapts to the unknown bias of the
+low-variance candidates without estimating it. The deviation of a candidate is the Student-t
+one, t₍ₙ₋₁₎(1 − δ) √(Var(column) / (n − 1)), and c = √6 − 1 (Tucker & Lee 2021, "Improved
+estimator selection for off-policy evaluation"); both as Open Bandit Pipeline 0.5 tunes its
+``SwitchDoublyRobustTuning`` and ``DoublyRobustWithShrinkageTuning``.
+
+The choice is made once, on the log; the bootstrap resamples the chosen estimator's column (as
+obp's intervals do), so the interval does not count the choice's own variability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from deepbandits._validation import check_positive
+from deepbandits.errors import InputValueError
+from deepbandits.ope.estimator import RatioEstimator, Terms, ratio_columns, register_estimator
+from deepbandits.ope.estimators import DRos, SwitchDR, check_threshold
+
+Array = NDArray[np.float64]
+
+#: c of the acceptance rule |V̂ᵢ − V̂ⱼ| ≤ wᵢ + c·wⱼ (Tucker & Lee 2021).
+SLOPE_C = float(np.sqrt(6.0) - 1.0)
+#: The candidate τ or λ when none are given, from no reweighting (0) to plain DR (∞).
+DEFAULT_GRID: tuple[float, ...] = (
+    0.0,
+    1.0,
+    2.0,
+    5.0,
+    10.0,
+    20.0,
+    50.0,
+    100.0,
+    200.0,
+    500.0,
+    1000.0,
+    float("inf"),
+)
+
+
+def student_t_deviation(column: Array, delta: float) -> float:
+    """t₍ₙ₋₁₎(1 − δ) √(Var(column) / (n − 1)), Var with divisor n: the half-width of a one-sided
+    Student-t bound on the mean of ``column`` (Thomas et al. 2015, Section 2.4)."""
+    n = len(column)
+    if n < 2:
+        return float("inf")
+    return float(stats.t(n - 1).ppf(1.0 - delta) * np.sqrt(np.var(column) / (n - 1)))
+
+
+def slope_index(values: Sequence[float], widths: Sequence[float], c: float = SLOPE_C) -> int:
+    """The index SLOPE chooses among candidates with estimates ``values`` and deviations
+    ``widths``: in decreasing width, accept each while |Vₖ − Vⱼ| ≤ wₖ + c·wⱼ for every accepted
+    j; the last accepted."""
+    if len(values) != len(widths) or not len(values):
+        raise InputValueError("SLOPE needs one width per value, and at least one candidate")
+    order = np.argsort(-np.asarray(widths, dtype=float), kind="stable")
+    accepted: list[int] = []
+    for k in map(int, order):
+        if all(abs(values[k] - values[j]) <= widths[k] + c * widths[j] for j in accepted):
+            accepted.append(k)
+        else:
+            break
+    return accepted[-1]
+
+
+@dataclass(frozen=True)
+class SlopeTuned(RatioEstimator):
+    """An estimator of the class :attr:`base` whose one hyperparameter :attr:`param` SLOPE
+    chooses from ``grid`` on the log (module notes); ``delta`` sets the deviations' level."""
+
+    grid: tuple[float, ...] = DEFAULT_GRID
+    delta: float = 0.05
+    base: ClassVar[type[RatioEstimator]]
+    param: ClassVar[str]
+    needs_model = True
+
+    def __post_init__(self) -> None:
+        values = self.grid if isinstance(self.grid, list | tuple) else [self.grid]
+        grid = tuple(check_threshold(v, f"grid[{i}]") for i, v in enumerate(values))
+        if not grid or len(set(grid)) < len(grid):
+            raise InputValueError(
+                f"grid must be a non-empty list of distinct {self.param} values, but "
+                f"{list(values)} is given"
+            )
+        delta = check_positive(self.delta, "delta")
+        if delta >= 1:
+            raise InputValueError(f"delta must be in (0, 1), but {delta} is given")
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "delta", delta)
+
+    def candidates(self) -> list[RatioEstimator]:
+        """The estimators of the grid, in its order."""
+        return [self.base(**{self.param: value}) for value in self.grid]
+
+    def choose(self, terms: Terms) -> RatioEstimator:
+        """The candidate SLOPE chooses on ``terms``."""
+        candidates = self.candidates()
+        columns = [_mean_column(c, terms) for c in candidates]
+        values = [float(column.mean()) for column in columns]
+        widths = [student_t_deviation(column, self.delta) for column in columns]
+        return candidates[slope_index(values, widths)]
+
+    def describe(self, terms: Terms) -> str:
+        chosen = self.choose(terms)
+        value = getattr(chosen, self.param)
+        return f"{self.title} (SLOPE chose {self.param}={value:g})"
+
+    @property
+    def _column(self) -> str:
+        return f"{self.short}[{self.grid!r},{self.delta!r}]"
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        return {self._column: _mean_column(self.choose(terms), terms)}
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return ((self._column, "one"),)
+
+
+def _mean_column(estimator: RatioEstimator, terms: Terms) -> Array:
+    """The per-round column whose mean ``estimator`` is (a single ratio over ``"one"``)."""
+    ((numerator, denominator),) = estimator.ratios()
+    assert denominator == "one", estimator
+    return ratio_columns([estimator], terms)[numerator]
+
+
+@register_estimator
+@dataclass(frozen=True)
+class SwitchDRSlope(SlopeTuned):
+    """Switch-DR with its threshold τ chosen by SLOPE (Su et al. 2020) from ``grid``."""
+
+    short = "switch-dr-slope"
+    display = "Switch-DR, τ by SLOPE"
+    base = SwitchDR
+    param = "tau"
+
+
+@register_estimator
+@dataclass(frozen=True)
+class DRosSlope(SlopeTuned):
+    """DRos with its shrinkage λ chosen by SLOPE (Su et al. 2020) from ``grid``."""
+
+    short = "dr-os-slope"
+    display = "DRos, λ by SLOPE"
+    base = DRos
+    param = "lam"
