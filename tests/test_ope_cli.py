@@ -24,7 +24,8 @@ def test_ope_on_obd_prints_the_ground_truth_table_and_writes_files(tmp_path, cap
     assert "Switch-DR" in printed and "obp_mean" in printed
     table = pd.read_csv(out / "ope.csv")
     fixed = ["ips", "snips", "dm", "dr", "sndr", "switch-dr", "dr-os"]
-    assert list(table["estimator"]) == [*fixed, "switch-dr-slope", "dr-os-slope"]
+    tuned = ["switch-dr-slope", "dr-os-slope", "sg-ips-slope", "sg-dr-slope"]
+    assert list(table["estimator"]) == [*fixed, *tuned]
     # obp's published (SLOPE-tuned) Switch-DR and DRos errors stand beside the tuned rows only
     obp = table.set_index("estimator")["obp_mean"]
     assert obp[["switch-dr", "dr-os"]].isna().all()

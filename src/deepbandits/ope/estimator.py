@@ -82,6 +82,8 @@ class Estimator(ABC):
     display: ClassVar[str]
     #: Whether the estimator reads the reward model (``Terms.dm``, ``Terms.q_logged``).
     needs_model: ClassVar[bool] = False
+    #: Whether ``estimators="all"`` includes it (not for one whose defaults repeat another).
+    in_all: ClassVar[bool] = True
 
     def get_params(self) -> dict[str, Any]:
         """The hyperparameters, by name (scikit-learn's convention)."""
@@ -209,10 +211,15 @@ def check_estimators(
     estimators: str | Estimator | Sequence[str | Estimator], **defaults: Any
 ) -> list[Estimator]:
     """``"all"``, one specification or estimator, or a list of them, as estimators (in the
-    order given; ``"all"``: every registered one in table order). Two with the same label are
+    order given; ``"all"``: every registered one in table order but those whose defaults repeat
+    another, ``sg-ips`` and ``sg-dr`` at λ = 0). Two with the same label are
     refused: the table names each row by it."""
     if isinstance(estimators, str | Estimator):
-        given: list[Any] = list(ESTIMATORS) if estimators == "all" else [estimators]
+        given: list[Any] = (
+            [name for name, cls in ESTIMATORS.items() if cls.in_all]
+            if estimators == "all"
+            else [estimators]
+        )
     else:
         given = list(estimators)
     if not given:

@@ -22,6 +22,10 @@ name           estimate                                                         
                                                                                    & Dudík 2017
 ``dr-os``      Σ [q̂(xₜ, π) + λwₜ/(wₜ² + λ) (rₜ − q̂(xₜ, aₜ))] / n                    Su et al. 2020,
                                                                                    Eq. 6
+``sg-ips``     Σ wₜ/(1 − λ + λwₜ) rₜ / n                                           Metelli et al.
+                                                                                   2021, Eq. 12
+``sg-dr``      Σ [q̂(xₜ, π) + wₜ/(1 − λ + λwₜ) (rₜ − q̂(xₜ, aₜ))] / n                 Metelli et al.
+                                                                                   2021
 ============== =================================================================== ==============
 
 These are the definitions of Open Bandit Pipeline 0.4.1 (``obp.ope``; Switch-DR keeps q̂(xₜ, π)
@@ -40,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deepbandits._validation import check_positive
+from deepbandits.errors import InputValueError
 from deepbandits.ope.estimator import RatioEstimator, Terms, register_estimator
 
 Array = NDArray[np.float64]
@@ -74,6 +79,13 @@ def shrunk_weights(w: Array, lam: float) -> Array:
     if np.isinf(lam):
         return w.copy()
     return lam * w / (w * w + lam)
+
+
+def power_mean_weights(w: Array, lam: float) -> Array:
+    """w / (1 − λ + λw): the power-mean correction of the sub-Gaussian estimators (Metelli,
+    Russo & Restelli 2021, Eq. 12 with s = −1); λ = 0 is w, λ = 1 is 1 (no reweighting), and in
+    between each weight is below 1/λ."""
+    return w / (1.0 - lam + lam * w)
 
 
 def effective_sample_size(w: Array, counts: Array | None = None) -> float:
@@ -218,6 +230,66 @@ class DRos(RatioEstimator):
     @property
     def _column(self) -> str:
         return f"dr-os[lam={self.lam!r}]"
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return ((self._column, "one"),)
+
+
+def _unit_interval(value: object, name: str) -> float:
+    value = check_positive(value, name, allow_zero=True)
+    if value > 1:
+        raise InputValueError(f"{name} must be in [0, 1], but {value} is given")
+    return value
+
+
+@register_estimator
+@dataclass(frozen=True)
+class SubGaussianIPS(RatioEstimator):
+    """Σ wₜ/(1 − λ + λwₜ) rₜ / n, sub-Gaussian IPS (Metelli et al. 2021): λ = 0 is IPS, larger λ
+    trades bias for lighter tails. The default λ = 0 changes nothing: choose λ, or let
+    ``sg-ips-slope`` choose it."""
+
+    lam: float = 0.0
+    short = "sg-ips"
+    display = "SG-IPS"
+    in_all = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lam", _unit_interval(self.lam, "lam"))
+
+    @property
+    def _column(self) -> str:
+        return f"sg-ips[lam={self.lam!r}]"
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        return {self._column: power_mean_weights(terms.w, self.lam) * terms.rewards}
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return ((self._column, "one"),)
+
+
+@register_estimator
+@dataclass(frozen=True)
+class SubGaussianDR(RatioEstimator):
+    """Σ [q̂(xₜ, π) + wₜ/(1 − λ + λwₜ) (rₜ − q̂(xₜ, aₜ))] / n, sub-Gaussian DR (Metelli et al.
+    2021): λ = 0 is DR."""
+
+    lam: float = 0.0
+    short = "sg-dr"
+    display = "SG-DR"
+    needs_model = True
+    in_all = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lam", _unit_interval(self.lam, "lam"))
+
+    @property
+    def _column(self) -> str:
+        return f"sg-dr[lam={self.lam!r}]"
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        dm, residual = terms.model(self)
+        return {self._column: dm + power_mean_weights(terms.w, self.lam) * residual}
 
     def ratios(self) -> tuple[tuple[str, str], ...]:
         return ((self._column, "one"),)

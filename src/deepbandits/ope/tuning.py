@@ -27,7 +27,7 @@ from scipy import stats
 from deepbandits._validation import check_positive
 from deepbandits.errors import InputValueError
 from deepbandits.ope.estimator import RatioEstimator, Terms, ratio_columns, register_estimator
-from deepbandits.ope.estimators import DRos, SwitchDR, check_threshold
+from deepbandits.ope.estimators import DRos, SubGaussianDR, SubGaussianIPS, SwitchDR
 
 Array = NDArray[np.float64]
 
@@ -78,31 +78,49 @@ def slope_index(values: Sequence[float], widths: Sequence[float], c: float = SLO
 @dataclass(frozen=True)
 class SlopeTuned(RatioEstimator):
     """An estimator of the class :attr:`base` whose one hyperparameter :attr:`param` SLOPE
-    chooses from ``grid`` on the log (module notes); ``delta`` sets the deviations' level."""
+    chooses from ``grid`` (None: the class's :attr:`default_grid`) on the log (module notes);
+    ``delta`` sets the deviations' level."""
 
-    grid: tuple[float, ...] = DEFAULT_GRID
+    grid: tuple[float, ...] | None = None
     delta: float = 0.05
     base: ClassVar[type[RatioEstimator]]
     param: ClassVar[str]
-    needs_model = True
+    default_grid: ClassVar[tuple[float, ...]] = DEFAULT_GRID
 
     def __post_init__(self) -> None:
-        values = self.grid if isinstance(self.grid, list | tuple) else [self.grid]
-        grid = tuple(check_threshold(v, f"grid[{i}]") for i, v in enumerate(values))
-        if not grid or len(set(grid)) < len(grid):
-            raise InputValueError(
-                f"grid must be a non-empty list of distinct {self.param} values, but "
-                f"{list(values)} is given"
-            )
+        if self.grid is not None:
+            values = self.grid if isinstance(self.grid, list | tuple) else [self.grid]
+            grid = tuple(self._checked(i, v) for i, v in enumerate(values))
+            if not grid or len(set(grid)) < len(grid):
+                raise InputValueError(
+                    f"grid must be a non-empty list of distinct {self.param} values, but "
+                    f"{list(values)} is given"
+                )
+            object.__setattr__(self, "grid", grid)
         delta = check_positive(self.delta, "delta")
         if delta >= 1:
             raise InputValueError(f"delta must be in (0, 1), but {delta} is given")
-        object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "delta", delta)
+
+    def _checked(self, i: int, value: object) -> float:
+        """``value`` as the base class checks its :attr:`param`, named ``grid[i]`` if refused."""
+        try:
+            return float(getattr(self.base(**{self.param: value}), self.param))
+        except InputValueError as exc:
+            raise InputValueError(f"grid[{i}]: {exc}") from None
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """The candidate values (``grid``, or the class's default)."""
+        return self.default_grid if self.grid is None else self.grid
+
+    @property
+    def needs_model(self) -> bool:  # type: ignore[override]
+        return self.base.needs_model
 
     def candidates(self) -> list[RatioEstimator]:
         """The estimators of the grid, in its order."""
-        return [self.base(**{self.param: value}) for value in self.grid]
+        return [self.base(**{self.param: value}) for value in self.values]
 
     def choose(self, terms: Terms) -> RatioEstimator:
         """The candidate SLOPE chooses on ``terms``."""
@@ -119,7 +137,7 @@ class SlopeTuned(RatioEstimator):
 
     @property
     def _column(self) -> str:
-        return f"{self.short}[{self.grid!r},{self.delta!r}]"
+        return f"{self.short}[{self.values!r},{self.delta!r}]"
 
     def columns(self, terms: Terms) -> dict[str, Array]:
         return {self._column: _mean_column(self.choose(terms), terms)}
@@ -155,3 +173,33 @@ class DRosSlope(SlopeTuned):
     display = "DRos, λ by SLOPE"
     base = DRos
     param = "lam"
+
+
+#: λ of the sub-Gaussian estimators, from none (0: IPS, DR) to the logging policy's value (1).
+UNIT_GRID: tuple[float, ...] = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+
+
+@register_estimator
+@dataclass(frozen=True)
+class SubGaussianIPSSlope(SlopeTuned):
+    """Sub-Gaussian IPS with its λ chosen by SLOPE from ``grid`` (as obp's
+    ``SubGaussianInverseProbabilityWeightingTuning``)."""
+
+    short = "sg-ips-slope"
+    display = "SG-IPS, λ by SLOPE"
+    base = SubGaussianIPS
+    param = "lam"
+    default_grid = UNIT_GRID
+
+
+@register_estimator
+@dataclass(frozen=True)
+class SubGaussianDRSlope(SlopeTuned):
+    """Sub-Gaussian DR with its λ chosen by SLOPE from ``grid`` (as obp's
+    ``SubGaussianDoublyRobustTuning``)."""
+
+    short = "sg-dr-slope"
+    display = "SG-DR, λ by SLOPE"
+    base = SubGaussianDR
+    param = "lam"
+    default_grid = UNIT_GRID
