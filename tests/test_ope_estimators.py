@@ -157,7 +157,7 @@ def test_resampled_sums_are_count_weighted_sums_and_counts_are_poisson():
     assert abs(np.mean(draws == 0) - np.exp(-1.0)) < 0.002
     assert abs(np.mean(draws == 3) - np.exp(-1.0) / 6) < 0.001
     # a resample that gives no weight to any round reads as NaN, not a crash
-    nan = SNIPS().from_sums({"wr": np.zeros(1), "w": np.zeros(1)})
+    nan = SNIPS().from_sums({"[ips]": np.zeros(1), "w": np.zeros(1)})
     assert np.isnan(nan).all()
 
 

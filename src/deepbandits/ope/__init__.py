@@ -12,6 +12,7 @@ decision service's export) or :func:`simulate_log` (with the true values known).
 from deepbandits.ope.estimator import (
     ESTIMATORS,
     Estimator,
+    MeanEstimator,
     RatioEstimator,
     Terms,
     make_estimator,
@@ -48,6 +49,7 @@ __all__ = [
     "DRosSlope",
     "Estimator",
     "LoggedBandit",
+    "MeanEstimator",
     "OPEResult",
     "RatioEstimator",
     "ReplayResult",

@@ -4,8 +4,9 @@ fields, reading the per-round :class:`Terms` of a (log, policy) pair.
 An estimator implements :meth:`Estimator.estimate_weighted`: its estimate on resamples of the
 rounds given as count vectors (a row of ones is the log itself), which is all the bootstrap of
 :func:`~deepbandits.ope.bootstrap.bootstrap_intervals` needs. Most estimators in use are sums of
-ratios of column means (:class:`RatioEstimator`: IPS, SNIPS, DM, the DR family): they name
-their per-round columns and ratios instead, so that one resample of one table of every column
+ratios of column means (:class:`RatioEstimator`: IPS, SNIPS, DM, the DR family; a
+:class:`MeanEstimator` is the mean of one per-round term): they name their per-round columns
+and ratios instead, so that one resample of one table of every column
 serves all of them at once. A column's name says what it holds, its parameters included
 (``"switch-dr[tau=10]"``), so that estimators sharing a column (``"w"``) share it and those
 with other parameters do not.
@@ -142,6 +143,22 @@ class RatioEstimator(Estimator):
     def estimate_weighted(self, terms: Terms, counts: Array) -> Array:
         columns = ratio_columns([self], terms)
         return self.from_sums({name: counts @ column for name, column in columns.items()})
+
+
+@dataclass(frozen=True)
+class MeanEstimator(RatioEstimator):
+    """An estimator that is the mean of one per-round :meth:`term` (most of the DR family): its
+    column is named by its label, so estimators of other settings keep other columns."""
+
+    @abstractmethod
+    def term(self, terms: Terms) -> Array:
+        """The per-round term ``[n]`` whose mean is the estimate."""
+
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        return {f"[{self.label}]": self.term(terms)}
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return ((f"[{self.label}]", "one"),)
 
 
 def ratio_columns(estimators: Sequence[RatioEstimator], terms: Terms) -> dict[str, Array]:

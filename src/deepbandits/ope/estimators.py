@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import check_positive
 from deepbandits.errors import InputValueError
-from deepbandits.ope.estimator import RatioEstimator, Terms, register_estimator
+from deepbandits.ope.estimator import MeanEstimator, RatioEstimator, Terms, register_estimator
 
 Array = NDArray[np.float64]
 
@@ -105,17 +105,14 @@ def check_threshold(value: object, name: str) -> float:
 
 @register_estimator
 @dataclass(frozen=True)
-class IPS(RatioEstimator):
+class IPS(MeanEstimator):
     """Σ wₜ rₜ / n (Horvitz & Thompson 1952; Strehl et al. 2010)."""
 
     short = "ips"
     display = "IPS"
 
-    def columns(self, terms: Terms) -> dict[str, Array]:
-        return {"wr": terms.w * terms.rewards}
-
-    def ratios(self) -> tuple[tuple[str, str], ...]:
-        return (("wr", "one"),)
+    def term(self, terms: Terms) -> Array:
+        return terms.w * terms.rewards
 
 
 @register_estimator
@@ -127,43 +124,37 @@ class SNIPS(RatioEstimator):
     display = "SNIPS"
 
     def columns(self, terms: Terms) -> dict[str, Array]:
-        return {"wr": terms.w * terms.rewards, "w": terms.w}
+        return {"[ips]": IPS().term(terms), "w": terms.w}  # IPS's column, shared with it
 
     def ratios(self) -> tuple[tuple[str, str], ...]:
-        return (("wr", "w"),)
+        return (("[ips]", "w"),)
 
 
 @register_estimator
 @dataclass(frozen=True)
-class DM(RatioEstimator):
+class DM(MeanEstimator):
     """Σ q̂(xₜ, π) / n, the direct method (Beygelzimer & Langford 2009)."""
 
     short = "dm"
     display = "DM"
     needs_model = True
 
-    def columns(self, terms: Terms) -> dict[str, Array]:
-        return {"dm": terms.model(self)[0]}
-
-    def ratios(self) -> tuple[tuple[str, str], ...]:
-        return (("dm", "one"),)
+    def term(self, terms: Terms) -> Array:
+        return terms.model(self)[0]
 
 
 @register_estimator
 @dataclass(frozen=True)
-class DR(RatioEstimator):
+class DR(MeanEstimator):
     """Σ [q̂(xₜ, π) + wₜ (rₜ − q̂(xₜ, aₜ))] / n, doubly robust (Dudík et al. 2011, Eq. 3)."""
 
     short = "dr"
     display = "DR"
     needs_model = True
 
-    def columns(self, terms: Terms) -> dict[str, Array]:
+    def term(self, terms: Terms) -> Array:
         dm, residual = terms.model(self)
-        return {"dr": dm + terms.w * residual}
-
-    def ratios(self) -> tuple[tuple[str, str], ...]:
-        return (("dr", "one"),)
+        return dm + terms.w * residual
 
 
 @register_estimator
@@ -178,15 +169,15 @@ class SNDR(RatioEstimator):
 
     def columns(self, terms: Terms) -> dict[str, Array]:
         dm, residual = terms.model(self)
-        return {"dm": dm, "wres": terms.w * residual, "w": terms.w}
+        return {"[dm]": dm, "wres": terms.w * residual, "w": terms.w}  # DM's column, shared
 
     def ratios(self) -> tuple[tuple[str, str], ...]:
-        return (("dm", "one"), ("wres", "w"))
+        return (("[dm]", "one"), ("wres", "w"))
 
 
 @register_estimator
 @dataclass(frozen=True)
-class SwitchDR(RatioEstimator):
+class SwitchDR(MeanEstimator):
     """Σ [q̂(xₜ, π) + 1{wₜ ≤ τ} wₜ (rₜ − q̂(xₜ, aₜ))] / n (Wang, Agarwal & Dudík 2017)."""
 
     tau: float = SWITCH_TAU
@@ -197,21 +188,14 @@ class SwitchDR(RatioEstimator):
     def __post_init__(self) -> None:
         object.__setattr__(self, "tau", check_threshold(self.tau, "tau"))
 
-    def columns(self, terms: Terms) -> dict[str, Array]:
+    def term(self, terms: Terms) -> Array:
         dm, residual = terms.model(self)
-        return {self._column: dm + switched_weights(terms.w, self.tau) * residual}
-
-    @property
-    def _column(self) -> str:
-        return f"switch-dr[tau={self.tau!r}]"
-
-    def ratios(self) -> tuple[tuple[str, str], ...]:
-        return ((self._column, "one"),)
+        return dm + switched_weights(terms.w, self.tau) * residual
 
 
 @register_estimator
 @dataclass(frozen=True)
-class DRos(RatioEstimator):
+class DRos(MeanEstimator):
     """Σ [q̂(xₜ, π) + λwₜ/(wₜ² + λ) (rₜ − q̂(xₜ, aₜ))] / n, DR with optimistic shrinkage (Su et
     al. 2020, Eq. 6)."""
 
@@ -223,16 +207,9 @@ class DRos(RatioEstimator):
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", check_threshold(self.lam, "lam"))
 
-    def columns(self, terms: Terms) -> dict[str, Array]:
+    def term(self, terms: Terms) -> Array:
         dm, residual = terms.model(self)
-        return {self._column: dm + shrunk_weights(terms.w, self.lam) * residual}
-
-    @property
-    def _column(self) -> str:
-        return f"dr-os[lam={self.lam!r}]"
-
-    def ratios(self) -> tuple[tuple[str, str], ...]:
-        return ((self._column, "one"),)
+        return dm + shrunk_weights(terms.w, self.lam) * residual
 
 
 def _unit_interval(value: object, name: str) -> float:
@@ -244,7 +221,7 @@ def _unit_interval(value: object, name: str) -> float:
 
 @register_estimator
 @dataclass(frozen=True)
-class SubGaussianIPS(RatioEstimator):
+class SubGaussianIPS(MeanEstimator):
     """Σ wₜ/(1 − λ + λwₜ) rₜ / n, sub-Gaussian IPS (Metelli et al. 2021): λ = 0 is IPS, larger λ
     trades bias for lighter tails. The default λ = 0 changes nothing: choose λ, or let
     ``sg-ips-slope`` choose it."""
@@ -257,20 +234,13 @@ class SubGaussianIPS(RatioEstimator):
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", _unit_interval(self.lam, "lam"))
 
-    @property
-    def _column(self) -> str:
-        return f"sg-ips[lam={self.lam!r}]"
-
-    def columns(self, terms: Terms) -> dict[str, Array]:
-        return {self._column: power_mean_weights(terms.w, self.lam) * terms.rewards}
-
-    def ratios(self) -> tuple[tuple[str, str], ...]:
-        return ((self._column, "one"),)
+    def term(self, terms: Terms) -> Array:
+        return power_mean_weights(terms.w, self.lam) * terms.rewards
 
 
 @register_estimator
 @dataclass(frozen=True)
-class SubGaussianDR(RatioEstimator):
+class SubGaussianDR(MeanEstimator):
     """Σ [q̂(xₜ, π) + wₜ/(1 − λ + λwₜ) (rₜ − q̂(xₜ, aₜ))] / n, sub-Gaussian DR (Metelli et al.
     2021): λ = 0 is DR."""
 
@@ -283,13 +253,6 @@ class SubGaussianDR(RatioEstimator):
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", _unit_interval(self.lam, "lam"))
 
-    @property
-    def _column(self) -> str:
-        return f"sg-dr[lam={self.lam!r}]"
-
-    def columns(self, terms: Terms) -> dict[str, Array]:
+    def term(self, terms: Terms) -> Array:
         dm, residual = terms.model(self)
-        return {self._column: dm + power_mean_weights(terms.w, self.lam) * residual}
-
-    def ratios(self) -> tuple[tuple[str, str], ...]:
-        return ((self._column, "one"),)
+        return dm + power_mean_weights(terms.w, self.lam) * residual

@@ -26,7 +26,7 @@ from scipy import stats
 
 from deepbandits._validation import check_positive
 from deepbandits.errors import InputValueError
-from deepbandits.ope.estimator import RatioEstimator, Terms, ratio_columns, register_estimator
+from deepbandits.ope.estimator import MeanEstimator, Terms, register_estimator
 from deepbandits.ope.estimators import DRos, SubGaussianDR, SubGaussianIPS, SwitchDR
 
 Array = NDArray[np.float64]
@@ -76,14 +76,14 @@ def slope_index(values: Sequence[float], widths: Sequence[float], c: float = SLO
 
 
 @dataclass(frozen=True)
-class SlopeTuned(RatioEstimator):
+class SlopeTuned(MeanEstimator):
     """An estimator of the class :attr:`base` whose one hyperparameter :attr:`param` SLOPE
     chooses from ``grid`` (None: the class's :attr:`default_grid`) on the log (module notes);
     ``delta`` sets the deviations' level."""
 
     grid: tuple[float, ...] | None = None
     delta: float = 0.05
-    base: ClassVar[type[RatioEstimator]]
+    base: ClassVar[type[MeanEstimator]]
     param: ClassVar[str]
     default_grid: ClassVar[tuple[float, ...]] = DEFAULT_GRID
 
@@ -118,14 +118,14 @@ class SlopeTuned(RatioEstimator):
     def needs_model(self) -> bool:  # type: ignore[override]
         return self.base.needs_model
 
-    def candidates(self) -> list[RatioEstimator]:
+    def candidates(self) -> list[MeanEstimator]:
         """The estimators of the grid, in its order."""
         return [self.base(**{self.param: value}) for value in self.values]
 
-    def choose(self, terms: Terms) -> RatioEstimator:
+    def choose(self, terms: Terms) -> MeanEstimator:
         """The candidate SLOPE chooses on ``terms``."""
         candidates = self.candidates()
-        columns = [_mean_column(c, terms) for c in candidates]
+        columns = [c.term(terms) for c in candidates]
         values = [float(column.mean()) for column in columns]
         widths = [student_t_deviation(column, self.delta) for column in columns]
         return candidates[slope_index(values, widths)]
@@ -135,22 +135,8 @@ class SlopeTuned(RatioEstimator):
         value = getattr(chosen, self.param)
         return f"{self.title} (SLOPE chose {self.param}={value:g})"
 
-    @property
-    def _column(self) -> str:
-        return f"{self.short}[{self.values!r},{self.delta!r}]"
-
-    def columns(self, terms: Terms) -> dict[str, Array]:
-        return {self._column: _mean_column(self.choose(terms), terms)}
-
-    def ratios(self) -> tuple[tuple[str, str], ...]:
-        return ((self._column, "one"),)
-
-
-def _mean_column(estimator: RatioEstimator, terms: Terms) -> Array:
-    """The per-round column whose mean ``estimator`` is (a single ratio over ``"one"``)."""
-    ((numerator, denominator),) = estimator.ratios()
-    assert denominator == "one", estimator
-    return ratio_columns([estimator], terms)[numerator]
+    def term(self, terms: Terms) -> Array:
+        return self.choose(terms).term(terms)
 
 
 @register_estimator
