@@ -4,6 +4,8 @@ whose true values are known."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -122,3 +124,14 @@ def test_slope_keeps_sub_gaussian_ips_well_inside_its_most_biased_candidate():
     seeds = range(40)
     tuned = make_estimator("sg-ips-slope")
     assert rmse(tuned, seeds, False) < 0.8 * rmse(make_estimator("sg-ips:lam=1"), seeds, False)
+
+
+def test_the_ends_of_the_grids_give_numbers_where_a_weight_is_zero():
+    """DRos at λ = 0 and sub-Gaussian IPS at λ = 1 are 0/0 where wₜ = 0 (a round whose logged
+    action π never plays): the weight's limit, 0, not NaN and not a numpy warning."""
+    w = np.array([0.0, 0.5, 2.0])
+    terms = Terms(np.array([1.0, 0.0, 1.0]), w, np.zeros(3), np.zeros(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert make_estimator("dr-os:lam=0").estimate(terms) == 0.0
+        assert make_estimator("sg-ips:lam=1").estimate(terms) == pytest.approx(1 / 3)

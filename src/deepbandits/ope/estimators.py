@@ -75,17 +75,20 @@ def switched_weights(w: Array, tau: float) -> Array:
 
 
 def shrunk_weights(w: Array, lam: float) -> Array:
-    """λw / (w² + λ): the optimistic shrinkage of DRos (Su et al. 2020, Eq. 6); λ = ∞ is w."""
+    """λw / (w² + λ): the optimistic shrinkage of DRos (Su et al. 2020, Eq. 6); λ = ∞ is w,
+    and a weight of 0 stays 0 (at λ = 0 too, where the ratio is 0/0: its limit)."""
     if np.isinf(lam):
         return w.copy()
-    return lam * w / (w * w + lam)
+    denominator = w * w + lam
+    return np.divide(lam * w, denominator, out=np.zeros_like(w), where=denominator > 0)
 
 
 def power_mean_weights(w: Array, lam: float) -> Array:
     """w / (1 − λ + λw): the power-mean correction of the sub-Gaussian estimators (Metelli,
     Russo & Restelli 2021, Eq. 12 with s = −1); λ = 0 is w, λ = 1 is 1 (no reweighting), and in
-    between each weight is below 1/λ."""
-    return w / (1.0 - lam + lam * w)
+    between each weight is below 1/λ; a weight of 0 stays 0 (at λ = 1 too, its limit)."""
+    denominator = 1.0 - lam + lam * w
+    return np.divide(w, denominator, out=np.zeros_like(w), where=denominator > 0)
 
 
 def effective_sample_size(w: Array, counts: Array | None = None) -> float:
