@@ -89,6 +89,8 @@ def test_a_label_is_a_specification_that_builds_the_estimator_again():
         ("ipw", InputValueError, "unknown estimator.*'ipw'.*ips, snips"),
         ("switch-dr:lamb=3", InputValueError, "lamb"),
         ("switch-dr:tau=-1", InputValueError, "tau"),
+        ("ips:foo=1", InputValueError, "'ips' takes no settings, but 'foo' given"),
+        ("dr-os-slope:grid=[a]", InputValueError, r"grid\[0\]: lam must be a real number"),
         (["dr", "dr"], InputValueError, "'dr' is given twice"),
         ([3.0], InputTypeError, "a float is given"),
         ([], InputValueError, "none given"),

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -131,11 +131,21 @@ def resampled_sums(
     return total
 
 
-def point_estimates(estimators: Sequence[Estimator], terms: Terms) -> Array:
+def shared_columns(estimators: Sequence[Estimator], terms: Terms) -> dict[str, Array]:
+    """The columns of every ratio estimator among ``estimators``
+    (:func:`~deepbandits.ope.estimator.ratio_columns`): built once, read by
+    :func:`point_estimates` and :func:`resampled_estimates`."""
+    return ratio_columns([e for e in estimators if isinstance(e, RatioEstimator)], terms)
+
+
+def point_estimates(
+    estimators: Sequence[Estimator], terms: Terms, columns: Mapping[str, Array] | None = None
+) -> Array:
     """Each estimate on the log itself ``[E]``: the ratio estimators from one set of column
-    sums (in float64), the others from their own :meth:`~Estimator.estimate`."""
-    ratio = [e for e in estimators if isinstance(e, RatioEstimator)]
-    sums = {name: column.sum() for name, column in ratio_columns(ratio, terms).items()}
+    sums (in float64) of ``columns`` (default: :func:`shared_columns`), the others from their
+    own :meth:`~Estimator.estimate`."""
+    columns = shared_columns(estimators, terms) if columns is None else columns
+    sums = {name: column.sum() for name, column in columns.items()}
     return np.array(
         [
             float(e.from_sums(sums)) if isinstance(e, RatioEstimator) else e.estimate(terms)
@@ -145,7 +155,11 @@ def point_estimates(estimators: Sequence[Estimator], terms: Terms) -> Array:
 
 
 def resampled_estimates(
-    estimators: Sequence[Estimator], terms: Terms, n_resamples: int, seed: int | None
+    estimators: Sequence[Estimator],
+    terms: Terms,
+    n_resamples: int,
+    seed: int | None,
+    columns: Mapping[str, Array] | None = None,
 ) -> Array:
     """The estimates on ``n_resamples`` Poisson resamples ``[B, E]``: every ratio estimator on
     the same resamples (one :func:`resampled_sums` of their table), each other estimator on
@@ -153,7 +167,7 @@ def resampled_estimates(
     out = np.empty((n_resamples, len(estimators)))
     ratio = [j for j, e in enumerate(estimators) if isinstance(e, RatioEstimator)]
     if ratio:
-        table = ratio_columns([estimators[j] for j in ratio], terms)  # type: ignore[misc]
+        table = shared_columns(estimators, terms) if columns is None else columns
         names = list(table)
         sums = resampled_sums(np.column_stack([table[k] for k in names]), n_resamples, seed)
         by_name = {k: sums[:, i] for i, k in enumerate(names)}
@@ -190,10 +204,11 @@ def bootstrap_intervals(
     n_resamples: int = 1000,
     alpha: float = 0.05,
     seed: int | None = 0,
+    columns: Mapping[str, Array] | None = None,
 ) -> Intervals:
     """Percentile ``1 − alpha`` intervals of each estimator from ``n_resamples`` Poisson
-    resamples of the rounds (:func:`resampled_estimates`)."""
-    samples = resampled_estimates(estimators, terms, n_resamples, seed)
+    resamples of the rounds (:func:`resampled_estimates`; ``columns`` as there)."""
+    samples = resampled_estimates(estimators, terms, n_resamples, seed, columns)
     # an estimator with no finite resample (SNIPS where every weight is 0) gets NaN bounds; the
     # support diagnostics say why, so numpy's own warnings about it are not shown
     with np.errstate(invalid="ignore"), warnings.catch_warnings():

@@ -220,6 +220,10 @@ def make_estimator(spec: str, **defaults: Any) -> Estimator:
         )
     cls = ESTIMATORS[name]
     known = {f.name for f in dataclasses.fields(cls)}
+    if params and not known:
+        raise InputValueError(
+            f"estimator {name!r} takes no settings, but {', '.join(map(repr, params))} given"
+        )
     check_unknown_keys(params, known, f"estimator {name!r}")
     return cls(**{**{k: v for k, v in defaults.items() if k in known}, **params})
 

@@ -109,13 +109,18 @@ def check_threshold(value: object, name: str) -> float:
 @register_estimator
 @dataclass(frozen=True)
 class IPS(MeanEstimator):
-    """Σ wₜ rₜ / n (Horvitz & Thompson 1952; Strehl et al. 2010)."""
+    """Σ wₜ rₜ / n (Horvitz & Thompson 1952; Strehl et al. 2010); a subclass that transforms
+    the weights (:meth:`weights`) is another member of the family."""
 
     short = "ips"
     display = "IPS"
 
+    def weights(self, w: Array) -> Array:
+        """The weights that multiply the rewards: wₜ itself."""
+        return w
+
     def term(self, terms: Terms) -> Array:
-        return terms.w * terms.rewards
+        return self.weights(terms.w) * terms.rewards
 
 
 @register_estimator
@@ -149,15 +154,21 @@ class DM(MeanEstimator):
 @register_estimator
 @dataclass(frozen=True)
 class DR(MeanEstimator):
-    """Σ [q̂(xₜ, π) + wₜ (rₜ − q̂(xₜ, aₜ))] / n, doubly robust (Dudík et al. 2011, Eq. 3)."""
+    """Σ [q̂(xₜ, π) + wₜ (rₜ − q̂(xₜ, aₜ))] / n, doubly robust (Dudík et al. 2011, Eq. 3); a
+    subclass that transforms the weights of the correction (:meth:`weights`: Switch-DR, DRos,
+    sub-Gaussian DR) is another member of the family."""
 
     short = "dr"
     display = "DR"
     needs_model = True
 
+    def weights(self, w: Array) -> Array:
+        """The weights of the correction rₜ − q̂(xₜ, aₜ): wₜ itself."""
+        return w
+
     def term(self, terms: Terms) -> Array:
         dm, residual = terms.model(self)
-        return dm + terms.w * residual
+        return dm + self.weights(terms.w) * residual
 
 
 @register_estimator
@@ -180,39 +191,35 @@ class SNDR(RatioEstimator):
 
 @register_estimator
 @dataclass(frozen=True)
-class SwitchDR(MeanEstimator):
+class SwitchDR(DR):
     """Σ [q̂(xₜ, π) + 1{wₜ ≤ τ} wₜ (rₜ − q̂(xₜ, aₜ))] / n (Wang, Agarwal & Dudík 2017)."""
 
     tau: float = SWITCH_TAU
     short = "switch-dr"
     display = "Switch-DR"
-    needs_model = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tau", check_threshold(self.tau, "tau"))
 
-    def term(self, terms: Terms) -> Array:
-        dm, residual = terms.model(self)
-        return dm + switched_weights(terms.w, self.tau) * residual
+    def weights(self, w: Array) -> Array:
+        return switched_weights(w, self.tau)
 
 
 @register_estimator
 @dataclass(frozen=True)
-class DRos(MeanEstimator):
+class DRos(DR):
     """Σ [q̂(xₜ, π) + λwₜ/(wₜ² + λ) (rₜ − q̂(xₜ, aₜ))] / n, DR with optimistic shrinkage (Su et
     al. 2020, Eq. 6)."""
 
     lam: float = SHRINKAGE_LAMBDA
     short = "dr-os"
     display = "DRos"
-    needs_model = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", check_threshold(self.lam, "lam"))
 
-    def term(self, terms: Terms) -> Array:
-        dm, residual = terms.model(self)
-        return dm + shrunk_weights(terms.w, self.lam) * residual
+    def weights(self, w: Array) -> Array:
+        return shrunk_weights(w, self.lam)
 
 
 def _unit_interval(value: object, name: str) -> float:
@@ -224,7 +231,7 @@ def _unit_interval(value: object, name: str) -> float:
 
 @register_estimator
 @dataclass(frozen=True)
-class SubGaussianIPS(MeanEstimator):
+class SubGaussianIPS(IPS):
     """Σ wₜ/(1 − λ + λwₜ) rₜ / n, sub-Gaussian IPS (Metelli et al. 2021): λ = 0 is IPS, larger λ
     trades bias for lighter tails. The default λ = 0 changes nothing: choose λ, or let
     ``sg-ips-slope`` choose it."""
@@ -237,25 +244,23 @@ class SubGaussianIPS(MeanEstimator):
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", _unit_interval(self.lam, "lam"))
 
-    def term(self, terms: Terms) -> Array:
-        return power_mean_weights(terms.w, self.lam) * terms.rewards
+    def weights(self, w: Array) -> Array:
+        return power_mean_weights(w, self.lam)
 
 
 @register_estimator
 @dataclass(frozen=True)
-class SubGaussianDR(MeanEstimator):
+class SubGaussianDR(DR):
     """Σ [q̂(xₜ, π) + wₜ/(1 − λ + λwₜ) (rₜ − q̂(xₜ, aₜ))] / n, sub-Gaussian DR (Metelli et al.
     2021): λ = 0 is DR."""
 
     lam: float = 0.0
     short = "sg-dr"
     display = "SG-DR"
-    needs_model = True
     in_all = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lam", _unit_interval(self.lam, "lam"))
 
-    def term(self, terms: Terms) -> Array:
-        dm, residual = terms.model(self)
-        return dm + power_mean_weights(terms.w, self.lam) * residual
+    def weights(self, w: Array) -> Array:
+        return power_mean_weights(w, self.lam)

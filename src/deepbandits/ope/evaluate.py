@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import as_real_array, check_int, check_positive, check_seed
 from deepbandits.errors import DeepBanditsError, InputValueError
-from deepbandits.ope.bootstrap import bootstrap_intervals, point_estimates
+from deepbandits.ope.bootstrap import bootstrap_intervals, point_estimates, shared_columns
 from deepbandits.ope.estimator import Estimator, Terms, check_estimators, make_estimator
 from deepbandits.ope.estimators import (
     SHRINKAGE_LAMBDA,
@@ -187,9 +187,12 @@ def evaluate(
     dm = None if q is None else policy_model_value(dist, q)
     q_logged = None if q is None else q[np.arange(len(log)), log.actions]
     terms = Terms(log.rewards, w, dm, q_logged)
-    estimates = point_estimates(chosen, terms)
+    columns = shared_columns(chosen, terms)  # once: a tuned estimator chooses while building it
+    estimates = point_estimates(chosen, terms, columns)
     if n_bootstrap:
-        boot = bootstrap_intervals(chosen, terms, n_resamples=n_bootstrap, alpha=alpha, seed=seed)
+        boot = bootstrap_intervals(
+            chosen, terms, n_resamples=n_bootstrap, alpha=alpha, seed=seed, columns=columns
+        )
         lower, upper, std, samples = boot.lower, boot.upper, boot.std, boot.samples
     else:
         lower = upper = std = np.full(len(chosen), np.nan)

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from deepbandits._validation import check_positive
-from deepbandits.errors import InputValueError
+from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.ope.estimator import MeanEstimator, Terms, register_estimator
 from deepbandits.ope.estimators import DRos, SubGaussianDR, SubGaussianIPS, SwitchDR
 
@@ -106,7 +106,7 @@ class SlopeTuned(MeanEstimator):
         """``value`` as the base class checks its :attr:`param`, named ``grid[i]`` if refused."""
         try:
             return float(getattr(self.base(**{self.param: value}), self.param))
-        except InputValueError as exc:
+        except DeepBanditsError as exc:  # a value of the wrong type or out of range
             raise InputValueError(f"grid[{i}]: {exc}") from None
 
     @property
