@@ -1,10 +1,13 @@
 """Off-policy evaluation and warm starts from logged bandit data.
 
 How good would a policy have been on the traffic already logged? :func:`evaluate` answers with
-IPS, SNIPS, the direct method, DR, SNDR, Switch-DR and DRos (:mod:`~deepbandits.ope.estimators`)
-or any :class:`Estimator` (:mod:`~deepbandits.ope.estimator`: one class per estimator), each with
-a bootstrap interval and the effective sample size; :func:`replay` answers for a
-policy that learns as it goes (Li et al. 2011); :func:`learn_log` starts a policy from the log.
+IPS, SNIPS, the direct method, DR, SNDR, Switch-DR and DRos (:mod:`~deepbandits.ope.estimators`),
+their SLOPE-tuned forms (:mod:`~deepbandits.ope.tuning`), MIPS for actions with embeddings
+(:mod:`~deepbandits.ope.marginal`), balanced IPW or estimated propensities for logs without
+them (:mod:`~deepbandits.ope.propensity`) or any :class:`Estimator`
+(:mod:`~deepbandits.ope.estimator`: one class per estimator), each with a bootstrap interval
+and the effective sample size; :func:`replay` answers for a policy that learns as it goes
+(Li et al. 2011); :func:`learn_log` starts a policy from the log.
 Logs come from :func:`make_log`, :func:`deepbandits.load_logged` (the Open Bandit Dataset, the
 decision service's export) or :func:`simulate_log` (with the true values known).
 """
@@ -30,8 +33,15 @@ from deepbandits.ope.estimators import (
 )
 from deepbandits.ope.evaluate import OPEResult, evaluate
 from deepbandits.ope.log import LoggedBandit, make_log
+from deepbandits.ope.marginal import MIPS, SNMIPS
+from deepbandits.ope.propensity import (
+    BalancedIPS,
+    fit_logging_distribution,
+    with_estimated_propensities,
+)
 from deepbandits.ope.replay import ReplayResult, replay
 from deepbandits.ope.reward_model import cross_fitted_rewards
+from deepbandits.ope.selection import Selection, select_estimator
 from deepbandits.ope.simulate import SimulatedLog, simulate_log, true_value
 from deepbandits.ope.support import Support, SupportWarning
 from deepbandits.ope.target import action_distribution, policy_probabilities
@@ -43,8 +53,11 @@ __all__ = [
     "DR",
     "ESTIMATORS",
     "IPS",
+    "MIPS",
     "SNDR",
     "SNIPS",
+    "SNMIPS",
+    "BalancedIPS",
     "DRos",
     "DRosSlope",
     "Estimator",
@@ -53,6 +66,7 @@ __all__ = [
     "OPEResult",
     "RatioEstimator",
     "ReplayResult",
+    "Selection",
     "SimulatedLog",
     "SlopeTuned",
     "Support",
@@ -65,12 +79,15 @@ __all__ = [
     "cross_fitted_rewards",
     "effective_sample_size",
     "evaluate",
+    "fit_logging_distribution",
     "learn_log",
     "make_estimator",
     "make_log",
     "policy_probabilities",
     "register_estimator",
     "replay",
+    "select_estimator",
     "simulate_log",
     "true_value",
+    "with_estimated_propensities",
 ]

@@ -24,7 +24,7 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,6 +32,9 @@ from numpy.typing import NDArray
 from deepbandits._validation import check_unknown_keys
 from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.specs import parse_spec, with_params
+
+if TYPE_CHECKING:
+    from deepbandits.ope.log import LoggedBandit
 
 Array = NDArray[np.float64]
 E = TypeVar("E", bound="type[Estimator]")
@@ -51,12 +54,20 @@ class Terms:
         q̂(xₜ, π) = Σₐ π(a | xₜ) q̂(xₜ, a), the direct method's term (None without a model).
     q_logged : ndarray ``[n]`` or None
         q̂(xₜ, aₜ), the model's prediction of the logged action (None without a model).
+    action_dist : ndarray ``[n, K]`` or None
+        π(· | xₜ) of every arm, for estimators that read more than the logged arm's weight
+        (MIPS's marginal weights, balanced IPW's classifier).
+    log : LoggedBandit or None
+        The log itself, for estimators that read its contexts, action features or logging
+        distribution.
     """
 
     rewards: Array
     w: Array
     dm: Array | None = None
     q_logged: Array | None = None
+    action_dist: Array | None = None
+    log: LoggedBandit | None = None
 
     def __len__(self) -> int:
         return len(self.rewards)
@@ -68,6 +79,15 @@ class Terms:
                 f"{estimator.title} needs a reward model: give reward_model= or q_hat="
             )
         return self.dm, self.rewards - self.q_logged
+
+    def logged(self, estimator: Estimator) -> tuple[LoggedBandit, Array]:
+        """(the log, π(· | xₜ) ``[n, K]``) for ``estimator``, which reads them."""
+        if self.log is None or self.action_dist is None:
+            raise InputValueError(
+                f"{estimator.title} reads the log and the policy's distribution of every arm: "
+                "evaluate(log, policy, ...) gives them"
+            )
+        return self.log, self.action_dist
 
 
 @dataclass(frozen=True)
@@ -83,7 +103,8 @@ class Estimator(ABC):
     display: ClassVar[str]
     #: Whether the estimator reads the reward model (``Terms.dm``, ``Terms.q_logged``).
     needs_model: ClassVar[bool] = False
-    #: Whether ``estimators="all"`` includes it (not for one whose defaults repeat another).
+    #: Whether ``estimators="all"`` includes it (not for one whose defaults repeat another, nor
+    #: for one that needs what most logs lack or fits a model of its own: asked for by name).
     in_all: ClassVar[bool] = True
 
     def get_params(self) -> dict[str, Any]:
@@ -233,8 +254,9 @@ def check_estimators(
 ) -> list[Estimator]:
     """``"all"``, one specification or estimator, or a list of them, as estimators (in the
     order given; ``"all"``: every registered one in table order but those whose defaults repeat
-    another, ``sg-ips`` and ``sg-dr`` at λ = 0). Two with the same label are
-    refused: the table names each row by it."""
+    another, ``sg-ips`` and ``sg-dr`` at λ = 0, and those asked for by name, ``mips``,
+    ``snmips`` and ``bipw``). Two with the same label are refused: the table names each row by
+    it."""
     if isinstance(estimators, str | Estimator):
         given: list[Any] = (
             [name for name, cls in ESTIMATORS.items() if cls.in_all]

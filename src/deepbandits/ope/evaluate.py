@@ -186,7 +186,7 @@ def evaluate(
         q = cross_fitted_rewards(log, reward_model, n_folds=n_folds, seed=seed)
     dm = None if q is None else policy_model_value(dist, q)
     q_logged = None if q is None else q[np.arange(len(log)), log.actions]
-    terms = Terms(log.rewards, w, dm, q_logged)
+    terms = Terms(log.rewards, w, dm, q_logged, dist, log)
     columns = shared_columns(chosen, terms)  # once: a tuned estimator chooses while building it
     estimates = point_estimates(chosen, terms, columns)
     if n_bootstrap:
