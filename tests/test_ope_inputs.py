@@ -12,8 +12,8 @@ import pytest
 
 import deepbandits as db
 from deepbandits.errors import DataError, InputTypeError
+from deepbandits.logs.bandit import make_log
 from deepbandits.ope import evaluate
-from deepbandits.ope.log import make_log
 from deepbandits.ope.replay import replay, wilson_interval
 from deepbandits.ope.support import SupportWarning
 from deepbandits.ope.warm import learn_log

@@ -109,3 +109,17 @@ def test_the_real_obd_sample_reads_as_documented():
     assert policy.propensity_cv > 0.5  # BTS's probabilities moved over the week
     # so the arithmetic mean of the propensities shown is biased upwards (size-biased)
     assert (context_free_policy(log, "mean").mass_before_normalising > 1.5).all()
+
+
+def test_a_state_folder_is_read_by_the_service_not_by_load_logged(tmp_path) -> None:
+    """The log readers sit below the service: a folder is refused with the reader to use."""
+    with pytest.raises(db.DataError, match=r"deepbandits.serve.export.read_log"):
+        db.load_logged(tmp_path)
+
+
+def test_the_random_log_knows_its_uniform_logging_policy(tmp_path) -> None:
+    write_obd(tmp_path)
+    random_log = db.load_logged("obd", data_dir=tmp_path)
+    assert random_log.logging_dist is not None
+    np.testing.assert_allclose(random_log.logging_dist, 1.0 / random_log.n_actions)
+    assert db.load_logged("obd", behavior="bts", data_dir=tmp_path).logging_dist is None

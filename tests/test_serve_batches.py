@@ -18,7 +18,7 @@ import deepbandits as db
 from deepbandits.client import ServiceClient
 from deepbandits.serve import logfile
 from deepbandits.serve.events import decision_body, rng_json, row_crc
-from deepbandits.serve.export import log_table, logged_ids
+from deepbandits.serve.export import log_table, logged_ids, read_log
 from deepbandits.serve.state import ServiceState
 from deepbandits.specs import parse_spec
 from serve_support import LINUCB, Served, reward_of, running
@@ -123,7 +123,7 @@ def test_a_batch_survives_kill_9_takes_rewards_and_exports(tmp_path):
     assert logged_ids(folder) == ([d.id for d in decisions], [decisions[i].id for i in rewarded])
     assert table["reward"][3] == reward_of(X[3], decisions[3].arm)
     with pytest.warns(UserWarning, match="8 of 12 decisions have no reward"):
-        logged, direct = db.load_logged(out), db.load_logged(folder)
+        logged, direct = db.load_logged(out), read_log(folder)
     assert len(logged) == len(rewarded)
     assert np.array_equal(direct.contexts, logged.contexts)
 

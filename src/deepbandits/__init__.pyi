@@ -8,7 +8,6 @@ Only relative imports belong here.
 from . import ope, policies
 from ._version import __version__
 from .datasets import Dataset, data_home, dataset_names, load_dataset
-from .datasets.logged import load_logged
 from .encoding import BlockContexts, block_encode
 from .envs import (
     ClassificationEnv,
@@ -51,6 +50,7 @@ from .experiments import (
 from .experiments.config import load_config
 from .experiments.reproduce import reproduce_all, run_experiment
 from .linalg import RidgeState
+from .logs.load import load_logged
 from .policies import (
     BootstrappedNN,
     Decision,

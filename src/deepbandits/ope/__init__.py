@@ -12,6 +12,7 @@ Logs come from :func:`make_log`, :func:`deepbandits.load_logged` (the Open Bandi
 decision service's export) or :func:`simulate_log` (with the true values known).
 """
 
+from deepbandits.logs.bandit import LoggedBandit, make_log
 from deepbandits.ope.estimator import (
     ESTIMATORS,
     Estimator,
@@ -32,7 +33,6 @@ from deepbandits.ope.estimators import (
     effective_sample_size,
 )
 from deepbandits.ope.evaluate import OPEResult, evaluate
-from deepbandits.ope.log import LoggedBandit, make_log
 from deepbandits.ope.marginal import MIPS, SNMIPS
 from deepbandits.ope.propensity import (
     BalancedIPS,

@@ -34,7 +34,7 @@ from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.specs import parse_spec, with_params
 
 if TYPE_CHECKING:
-    from deepbandits.ope.log import LoggedBandit
+    from deepbandits.logs.bandit import LoggedBandit
 
 Array = NDArray[np.float64]
 E = TypeVar("E", bound="type[Estimator]")

@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from deepbandits._validation import as_real_array, check_int, check_positive, check_seed
 from deepbandits.errors import DeepBanditsError, InputValueError
+from deepbandits.logs.bandit import LoggedBandit, check_log
 from deepbandits.ope.bootstrap import bootstrap_intervals, point_estimates, shared_columns
 from deepbandits.ope.estimator import Estimator, Terms, check_estimators, make_estimator
 from deepbandits.ope.estimators import (
@@ -30,7 +31,6 @@ from deepbandits.ope.estimators import (
     importance_weights,
     policy_model_value,
 )
-from deepbandits.ope.log import LoggedBandit, check_log
 from deepbandits.ope.reward_model import cross_fitted_rewards
 from deepbandits.ope.support import (
     MIN_ESS_FRACTION,
@@ -136,7 +136,7 @@ def evaluate(
     Parameters
     ----------
     log : LoggedBandit
-        The logged rounds (:func:`~deepbandits.ope.log.make_log`,
+        The logged rounds (:func:`~deepbandits.logs.bandit.make_log`,
         :func:`deepbandits.load_logged`, :func:`~deepbandits.ope.simulate.simulate_log`).
     policy : array ``[n, K]`` or Policy
         π(a | xₜ) on every round, or a policy of the library (its decision probabilities,

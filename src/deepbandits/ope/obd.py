@@ -28,11 +28,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from deepbandits._validation import check_choice, check_int, check_seed
-from deepbandits.datasets.logged import OBD_CAMPAIGNS, load_obd
 from deepbandits.errors import InputValueError
+from deepbandits.logs.bandit import LoggedBandit
+from deepbandits.logs.obd import OBD_CAMPAIGNS, load_obd
 from deepbandits.ope.estimator import Estimator, check_estimators
 from deepbandits.ope.evaluate import evaluate
-from deepbandits.ope.log import LoggedBandit
 
 Array = NDArray[np.float64]
 SOURCES = ("propensity", "frequency", "mean")

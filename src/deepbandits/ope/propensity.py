@@ -28,8 +28,8 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import check_int, check_positive, check_seed
 from deepbandits.errors import InputTypeError, InputValueError
+from deepbandits.logs.bandit import LoggedBandit, check_log
 from deepbandits.ope.estimator import MeanEstimator, Terms, register_estimator
-from deepbandits.ope.log import LoggedBandit, check_log
 from deepbandits.ope.reward_model import design_rows
 
 Array = NDArray[np.float64]

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import check_int, check_positive, check_seed
 from deepbandits.errors import InputValueError
-from deepbandits.ope.log import LoggedBandit, check_log
+from deepbandits.logs.bandit import LoggedBandit, check_log
 from deepbandits.ope.target import check_policy
 from deepbandits.policies.policy import Policy
 

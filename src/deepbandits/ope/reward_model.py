@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import check_int, check_seed
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.ope.log import LoggedBandit
+from deepbandits.logs.bandit import LoggedBandit
 
 Array = NDArray[np.float64]
 MODEL_NAMES = ("auto", "logistic", "ridge", "hgb", "network")

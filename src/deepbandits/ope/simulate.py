@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from deepbandits._validation import check_choice, check_int, check_positive, check_seed
 from deepbandits.envs.base import Environment
 from deepbandits.errors import InputValueError
-from deepbandits.ope.log import LoggedBandit, make_log
+from deepbandits.logs.bandit import LoggedBandit, make_log
 from deepbandits.ope.target import action_distribution
 
 Array = NDArray[np.float64]

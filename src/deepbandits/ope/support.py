@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from deepbandits.logs.bandit import LoggedBandit
 from deepbandits.ope.estimators import effective_sample_size
-from deepbandits.ope.log import LoggedBandit
 
 Array = NDArray[np.float64]
 

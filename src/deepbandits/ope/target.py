@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import as_real_array
 from deepbandits.errors import InputTypeError, InputValueError
-from deepbandits.ope.log import LoggedBandit
+from deepbandits.logs.bandit import LoggedBandit
 from deepbandits.policies.policy import Policy
 
 Array = NDArray[np.float64]

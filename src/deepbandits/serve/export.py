@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -38,7 +39,9 @@ from typing import Any
 import pandas as pd
 
 from deepbandits._io import write_atomic
-from deepbandits.errors import EventLogError, InputValueError
+from deepbandits.errors import DataError, DeepBanditsError, EventLogError, InputValueError
+from deepbandits.logs.bandit import LoggedBandit
+from deepbandits.logs.service import read_service_log, service_log
 from deepbandits.serve.batches import KIND as BATCH
 from deepbandits.serve.batches import batch_ids, read_batch, request_masks
 from deepbandits.serve.events import Event
@@ -165,6 +168,20 @@ def log_table(state: str | Path) -> pd.DataFrame:
     table["time_rewarded"] = table["time_rewarded"].astype("float64")
     table.attrs["damaged_events"] = damaged
     return table
+
+
+def read_log(path: str | os.PathLike[str]) -> LoggedBandit:
+    """The service log at ``path`` as a :class:`~deepbandits.logs.bandit.LoggedBandit`: a state
+    folder (its decisions with their rewards, :func:`log_table`) or a file it exported
+    (:func:`deepbandits.logs.read_service_log`)."""
+    path = Path(path)
+    if not path.is_dir():
+        return read_service_log(path)
+    try:
+        frame = log_table(path)
+    except DeepBanditsError as exc:
+        raise DataError(str(exc)) from None
+    return service_log(frame, path)
 
 
 def export_log(state: str | Path, out: str | Path, fmt: str = "parquet") -> pd.DataFrame:
