@@ -74,6 +74,13 @@ def add_ope_options(p: argparse.ArgumentParser) -> None:
         help="library policies: learn the training part unweighted or by clipped IPS weights",
     )
     p.add_argument("--replay", action="store_true", help="also replay the policy, learning")
+    p.add_argument(
+        "--select",
+        choices=("cv", "slope"),
+        default=None,
+        help="also say which of the estimators to trust, by cross-validation (Cief et al. 2025) "
+        "or SLOPE (Su et al. 2020), and write OUT/selection.csv (not with obd-bts)",
+    )
     p.add_argument("--data-dir", type=Path, default=None, help="data directory holding obd/")
     p.add_argument("--out", type=Path, default=Path("results/ope"), help="results/ope")
 
@@ -154,6 +161,11 @@ def ope_command(args: argparse.Namespace) -> int:
     policy = args.policy or ("obd-bts" if kind == "obd" else None)
     if policy is None:
         raise InputValueError("--policy is needed for a service log: uniform or a library policy")
+    if args.select and policy == "obd-bts":
+        raise InputValueError(
+            "--select needs --policy uniform or a library policy (obd-bts is evaluated over "
+            "bootstrap samples of the log, not on one log)"
+        )
     options = dict(
         estimators=estimators,
         reward_model=args.reward_model,
@@ -162,15 +174,20 @@ def ope_command(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         seed=args.seed,
     )
+    selection = None
     if policy == "obd-bts":
         table, title, refs, notes = _obd_bts(kind, params, args, options)
     else:
-        table, title, refs, notes = _evaluate_policy(kind, params, policy, args, options)
+        table, title, refs, notes, selection = _evaluate_policy(kind, params, policy, args, options)
     print(title)
     for note in notes:
         print(note)
     print(render(table), flush=True)
     written = _write(table, out, title, refs)
+    if selection is not None:
+        print(selection.reason, flush=True)
+        write_atomic(out / "selection.csv", selection.table.to_csv(index=False))
+        written.append(out / "selection.csv")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
 
@@ -216,7 +233,9 @@ def _evaluate_policy(
     spec: str,
     args: argparse.Namespace,
     options: dict[str, Any],
-) -> tuple[pd.DataFrame, str, dict[str, float], list[str]]:
+) -> tuple[pd.DataFrame, str, dict[str, float], list[str], Any]:
+    """The OPE table, its title, reference values and notes, and the
+    :class:`~deepbandits.ope.Selection` of ``--select`` (None without it)."""
     from deepbandits.datasets.logged import load_logged
     from deepbandits.ope.evaluate import evaluate
     from deepbandits.ope.replay import replay
@@ -238,6 +257,18 @@ def _evaluate_policy(
         f"the logging policy's own value on the evaluated rounds: {test.rewards.mean():.5g}"
     )
     result = evaluate(test, target, **options)
+    selection = None
+    if args.select:
+        from deepbandits.ope.selection import select_estimator
+
+        selection = select_estimator(
+            test,
+            result.action_dist,
+            options["estimators"],
+            method=args.select,
+            q_hat=result.q_hat,
+            seed=args.seed,
+        )
     for message in result.messages:
         notes.append(f"warning: poor support: {message}")
     table = result.table.drop(columns=["n"])
@@ -260,7 +291,7 @@ def _evaluate_policy(
             "ess": float(res.n_accepted),
         }
         table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
-    return table, f"ope: {spec} on {log.name}", refs, notes
+    return table, f"ope: {spec} on {log.name}", refs, notes, selection
 
 
 def _trained_policy(log: Any, spec: str, args: argparse.Namespace) -> tuple[Any, Any, str]:
