@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "serve": "serve:serve_command",
     "export-log": "serve:export_log_command",
     "ope": "ope:ope_command",
+    "learn-log": "learn:learn_command",
 }
 
 

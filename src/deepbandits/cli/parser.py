@@ -184,6 +184,18 @@ def build_parser(complete: bool = False) -> argparse.ArgumentParser:
             "OUT/ope.csv, OUT/ope.parquet and OUT/ope.png/.svg."
         ),
     )
+    sub.add_command(
+        "learn-log",
+        _learn_options,
+        help="learn a policy from a service log and decide, by OPE, whether to ship it",
+        description=(
+            "Train a policy on the earlier part of a service log (unweighted, IPS-weighted or "
+            "on doubly robust pseudo-rewards), estimate its value on the later part by OPE "
+            "beside the logging policy's own value there, print the table and a ship / do not "
+            "ship / cannot tell decision, and write OUT/policy.pt (deepbandits serve "
+            "--checkpoint), OUT/learn-log.csv and OUT/learn-log.json."
+        ),
+    )
     if complete:
         for name in list(sub.pending):
             sub.complete(name)
@@ -341,3 +353,10 @@ def _ope_options(p: argparse.ArgumentParser) -> None:
     from deepbandits.cli.ope import add_ope_options
 
     add_ope_options(p)
+
+
+def _learn_options(p: argparse.ArgumentParser) -> None:
+    """``learn-log``: the log, the policy, the weighting, the split and the evaluation."""
+    from deepbandits.cli.learn import add_learn_options
+
+    add_learn_options(p)

@@ -11,12 +11,17 @@ uniform logging policy would have shown them, instead of crowding on the logging
 favourites; without weights it is the policy's ordinary (possibly weighted by its own σ²)
 ridge. The weight goes through ``update(..., weight=wₜ)``, which multiplies the ridge family's
 σ² weight 1/σ̄² (Eq. 10): one weight path, into every sum the policy keeps (A = λI + Σ wφφᵀ,
-b = Σ wrφ, the network's history). Policies outside the ridge family learn every reward at
-weight 1 and refuse ``weights="ips"``.
+b = Σ wrφ, the network's history; the network's minibatches are drawn from that history
+uniformly, so its training itself is unweighted). Policies outside the ridge family learn every
+reward at weight 1 and refuse ``weights="ips"``.
+
+Learning is all or nothing: a call that raises (a reward outside the policy's range at some
+round, an interrupt) puts the policy back as it was (:func:`learn_rows`).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +29,7 @@ from numpy.typing import NDArray
 
 from deepbandits._validation import check_positive
 from deepbandits.errors import InputValueError
-from deepbandits.ope.log import LoggedBandit, check_log
+from deepbandits.logs.bandit import LoggedBandit, check_log
 from deepbandits.ope.target import check_policy
 from deepbandits.policies.policy import Policy
 
@@ -63,6 +68,14 @@ def importance_weights_clipped(propensities: Array, clip: float) -> tuple[Array,
     return clipped / clipped.mean(), int((raw > clip).sum())
 
 
+def check_clip(clip: float) -> float:
+    """A bound on the importance weights 1/π₀, which are ≥ 1: a finite number ≥ 1."""
+    clip = check_positive(clip, "clip")
+    if clip < 1.0:
+        raise InputValueError(f"clip bounds 1/propensity >= 1, so it must be >= 1, not {clip}")
+    return clip
+
+
 def learn_log(
     policy: Policy,
     log: LoggedBandit,
@@ -91,15 +104,42 @@ def learn_log(
     policy, log = check_policy(policy), check_log(log)
     if weights not in WEIGHTINGS:
         raise InputValueError(f"weights must be None or 'ips', but {weights!r} is given")
-    clip = check_positive(clip, "clip")
-    if clip < 1.0:
-        raise InputValueError(f"clip bounds 1/propensity >= 1, so it must be >= 1, not {clip}")
+    if weights == "ips" and not policy._takes_weights:
+        raise InputValueError(
+            f"weights='ips' needs a policy of the ridge family, which takes observation weights, "
+            f"but {type(policy).__name__} learns every reward at weight 1"
+        )
+    clip = check_clip(clip)
     w, n_clipped = (None, 0)
     if weights == "ips":
         w, n_clipped = importance_weights_clipped(log.propensities, clip)
     each = np.ones(len(log)) if w is None else w
-    for t in range(len(log)):
-        X = log.round_contexts(t)
-        arm, reward, weight = int(log.actions[t]), float(log.rewards[t]), float(each[t])
-        policy.update(X, arm, reward, reward_range=reward_range, weight=weight)
-    return WarmStart(len(log), len(log), w, n_clipped)
+    rows = np.arange(len(log))
+    n_updates = learn_rows(policy, log, rows, log.actions, log.rewards, each, reward_range)
+    return WarmStart(len(log), n_updates, w, n_clipped)
+
+
+def learn_rows(
+    policy: Policy,
+    log: LoggedBandit,
+    rows: NDArray[np.int64],
+    arms: NDArray[np.int64],
+    rewards: Array,
+    weights: Array,
+    reward_range: tuple[float, float] | None,
+) -> int:
+    """``policy.update`` of round ``rows[i]``'s contexts, arm ``arms[i]``, reward ``rewards[i]``
+    at weight ``weights[i]``, for each i in order; returns the number of updates. All or
+    nothing: if an update raises, the policy's saved state from before the first is loaded
+    back (:meth:`~deepbandits.policies.Policy.state_dict`)."""
+    before = copy.deepcopy(policy.state_dict())
+    try:
+        for t, arm, reward, weight in zip(
+            rows.tolist(), arms.tolist(), rewards.tolist(), weights.tolist(), strict=True
+        ):
+            X = log.round_contexts(t)
+            policy.update(X, arm, reward, reward_range=reward_range, weight=weight)
+    except BaseException:
+        policy.load_state_dict(before)
+        raise
+    return len(rows)
