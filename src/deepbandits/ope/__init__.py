@@ -7,7 +7,9 @@ their SLOPE-tuned forms (:mod:`~deepbandits.ope.tuning`), MIPS for actions with 
 them (:mod:`~deepbandits.ope.propensity`) or any :class:`Estimator`
 (:mod:`~deepbandits.ope.estimator`: one class per estimator), each with a bootstrap interval
 and the effective sample size; :func:`replay` answers for a policy that learns as it goes
-(Li et al. 2011); :func:`learn_log` starts a policy from the log.
+(Li et al. 2011); :func:`learn_log` starts a policy from the log, and :func:`learn_from_log`
+learns a new one from it, unweighted, by IPS or on doubly robust pseudo-rewards
+(:mod:`~deepbandits.ope.offline_learning`).
 Logs come from :func:`make_log`, :func:`deepbandits.load_logged` (the Open Bandit Dataset, the
 decision service's export) or :func:`simulate_log` (with the true values known).
 """
@@ -34,6 +36,13 @@ from deepbandits.ope.estimators import (
 )
 from deepbandits.ope.evaluate import OPEResult, evaluate
 from deepbandits.ope.marginal import MIPS, SNMIPS
+from deepbandits.ope.offline_learning import (
+    LearnedPolicy,
+    WeightSummary,
+    dr_pseudo_rewards,
+    learn_from_log,
+    split_log_by_time,
+)
 from deepbandits.ope.propensity import (
     BalancedIPS,
     fit_logging_distribution,
@@ -61,6 +70,7 @@ __all__ = [
     "DRos",
     "DRosSlope",
     "Estimator",
+    "LearnedPolicy",
     "LoggedBandit",
     "MeanEstimator",
     "OPEResult",
@@ -75,11 +85,14 @@ __all__ = [
     "SwitchDRSlope",
     "Terms",
     "WarmStart",
+    "WeightSummary",
     "action_distribution",
     "cross_fitted_rewards",
+    "dr_pseudo_rewards",
     "effective_sample_size",
     "evaluate",
     "fit_logging_distribution",
+    "learn_from_log",
     "learn_log",
     "make_estimator",
     "make_log",
@@ -88,6 +101,7 @@ __all__ = [
     "replay",
     "select_estimator",
     "simulate_log",
+    "split_log_by_time",
     "true_value",
     "with_estimated_propensities",
 ]
