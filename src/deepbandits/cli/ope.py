@@ -236,12 +236,13 @@ def _evaluate_policy(
 ) -> tuple[pd.DataFrame, str, dict[str, float], list[str], Any]:
     """The OPE table, its title, reference values and notes, and the
     :class:`~deepbandits.ope.Selection` of ``--select`` (None without it)."""
-    from deepbandits.datasets.logged import load_logged
+    from deepbandits.logs.load import load_logged
     from deepbandits.ope.evaluate import evaluate
     from deepbandits.ope.replay import replay
+    from deepbandits.serve.export import read_log
 
     if kind == "path":
-        log = load_logged(params["path"])
+        log = read_log(params["path"])  # an exported file or the service's state folder
     else:
         log = load_logged("obd", data_dir=args.data_dir, **params)
     refs: dict[str, float] = {}
