@@ -152,3 +152,16 @@ def test_learn_log_mistakes_are_one_line_errors(tmp_path, capsys, extra, message
     assert code == 2, err
     assert err.startswith("deepbandits: error: ") and message in err
     assert "Traceback" not in err
+
+
+def test_a_service_log_carries_its_decision_times_for_a_split_by_time(tmp_path) -> None:
+    frame = write_service_log(tmp_path / "log.parquet", n=60, pending=0)
+    log = db.load_logged(tmp_path / "log.parquet")
+    np.testing.assert_array_equal(log.times, frame["time_decided"])
+    early, late = split_log_by_time(log, until=39.0)
+    assert (len(early), len(late)) == (40, 20)
+    assert late.times.min() == 40.0
+    with pytest.raises(InputValueError, match="this log has none"):
+        split_log_by_time(
+            db.ope.make_log(log.contexts, log.actions, log.rewards, log.propensities), until=3.0
+        )

@@ -28,7 +28,7 @@ import pandas as pd
 from deepbandits._io import write_atomic
 from deepbandits.cli.arguments import check_writable, nonnegative_int, positive_float
 from deepbandits.cli.ope import ESTIMATOR_HELP, render
-from deepbandits.errors import DataError, InputValueError
+from deepbandits.errors import InputValueError
 
 ESTIMATORS = "ips,snips,dm,dr,sndr"
 
@@ -101,25 +101,6 @@ def parse_time(text: str) -> float:
     return float(stamp.timestamp())
 
 
-def decision_times(path: Path, n: int) -> np.ndarray:
-    """``time_decided`` of the rewarded decisions of the service log at ``path``, in the order
-    of the rounds that :func:`deepbandits.load_logged` reads from it (``n`` of them)."""
-    if path.is_dir():
-        from deepbandits.serve.export import log_table
-
-        frame = log_table(path)
-    elif path.suffix.lower() in (".parquet", ".pq"):
-        frame = pd.read_parquet(path, columns=["reward", "time_decided"])
-    else:
-        frame = pd.read_csv(path, usecols=lambda c: c in ("reward", "time_decided"))
-    if "time_decided" not in frame.columns:
-        raise DataError(f"{path} has no time_decided column: give --train-fraction instead")
-    times = frame.loc[frame["reward"].notna(), "time_decided"].to_numpy(dtype=np.float64)
-    if len(times) != n:
-        raise DataError(f"{path}: {len(times)} rewarded decisions have a time, not {n}")
-    return times
-
-
 def decide(row: pd.Series, logging_value: float, support: list[str]) -> str:
     """The one-line decision (module notes) from the estimator's row of the table."""
     name, lower, upper = row["name"], float(row["lower"]), float(row["upper"])
@@ -137,11 +118,11 @@ def decide(row: pd.Series, logging_value: float, support: list[str]) -> str:
 
 def learn_command(args: argparse.Namespace) -> int:
     """Run ``deepbandits learn-log`` (module notes)."""
-    from deepbandits import load_logged
     from deepbandits.ope import evaluate
     from deepbandits.ope.estimator import check_estimators
     from deepbandits.ope.offline_learning import learn_from_log, split_log_by_time
     from deepbandits.policies import make_policy
+    from deepbandits.serve.export import read_log
     from deepbandits.specs import parse_spec, split_specs
 
     estimators = check_estimators(split_specs([args.estimators]))
@@ -158,15 +139,14 @@ def learn_command(args: argparse.Namespace) -> int:
     name, kw = parse_spec(args.policy)
     kw.setdefault("seed", args.seed)
     policy = make_policy(name, **kw)
-    log = load_logged(args.log)
+    log = read_log(args.log)  # an exported file or the service's state folder
     if args.until is None:
         fraction = 0.5 if args.train_fraction is None else args.train_fraction
         train, test = split_log_by_time(log, fraction=fraction)
         split = f"the first {len(train)} rounds"
     else:
         until = parse_time(args.until)
-        times = decision_times(args.log, len(log))
-        train, test = split_log_by_time(log, until=until, times=times)
+        train, test = split_log_by_time(log, until=until)
         shown = pd.Timestamp(until, unit="s", tz="UTC").isoformat()
         split = f"the {len(train)} rounds decided until {shown}"
     learned = learn_from_log(

@@ -46,7 +46,11 @@ class LoggedBandit:
     masks : ndarray of bool ``[n, K]`` or None
         The arms available at each round (None: all).
     logging_dist : ndarray ``[n, K]`` or None
-        π₀(· | xₜ) of every arm, when known (simulated logs): checks support exactly.
+        π₀(· | xₜ) of every arm, when known (simulated logs, a uniform logger) or estimated
+        (:func:`~deepbandits.ope.propensity.with_estimated_propensities`).
+    times : ndarray ``[n]`` or None
+        When each round was decided, in seconds since the epoch (the service's
+        ``time_decided``), for splits by time; None when the log does not say.
     name : str
         Where the log comes from (for tables and messages).
     """
@@ -60,6 +64,7 @@ class LoggedBandit:
     action_features: Array | None = None
     masks: NDArray[np.bool_] | None = None
     logging_dist: Array | None = None
+    times: Array | None = None
     name: str = "log"
 
     def __len__(self) -> int:
@@ -101,6 +106,7 @@ class LoggedBandit:
             positions=take(self.positions),
             masks=take(self.masks),
             logging_dist=take(self.logging_dist),
+            times=take(self.times),
         )
 
     def split(self, fraction: float, seed: int | None = 0) -> tuple[LoggedBandit, LoggedBandit]:
@@ -183,6 +189,7 @@ def make_log(
     action_features: ArrayLike | None = None,
     masks: ArrayLike | None = None,
     logging_dist: ArrayLike | None = None,
+    times: ArrayLike | None = None,
     name: str = "log",
 ) -> LoggedBandit:
     """A checked :class:`LoggedBandit` (shapes, ranges, finiteness; a bad input raises the
@@ -245,4 +252,5 @@ def make_log(
             )
         if not np.allclose(dist[np.arange(n), a], p):
             raise InputValueError("logging_dist disagrees with propensities at the logged actions")
-    return LoggedBandit(X, a, r, p, K, pos, feats, m, dist, str(name))
+    when = None if times is None else _vector(times, "times", n)
+    return LoggedBandit(X, a, r, p, K, pos, feats, m, dist, when, str(name))

@@ -4,12 +4,12 @@
 one row per decision with the columns ``action`` (int; ``arm`` is read too), ``propensity``
 (float in (0, 1]), ``reward`` (float, null while pending), ``contexts`` (the request's arm
 contexts, a list of K lists of d floats; JSON text in CSV) and optionally ``mask`` (K booleans,
-or null for all), ``position``; the service's other columns (``decision_id``,
-``time_decided``, ``time_rewarded``, ``model_version``, ``reward_range``, ``n_arms``) are not
-needed. Decisions without a reward are left out (a warning says how many); requests with fewer
-arms than the largest are padded with masked zero rows. The service reads its own state folder
-into the same table (:func:`deepbandits.serve.export.read_log`), so this module never reads the
-service's files.
+or null for all), ``position``, and ``time_decided`` (the log's ``times``, for splits by
+time); the service's other columns (``decision_id``, ``time_rewarded``, ``model_version``,
+``reward_range``, ``n_arms``) are not needed. Decisions without a reward are left out (a
+warning says how many); requests with fewer arms than the largest are padded with masked zero
+rows. The service reads its own state folder into the same table
+(:func:`deepbandits.serve.export.read_log`), so this module never reads the service's files.
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def service_log(frame: pd.DataFrame, path: Path) -> LoggedBandit:
             n_actions=K,
             positions=positions,
             masks=None if masks.all() else masks,
+            times=numbers(frame, "time_decided", path) if "time_decided" in frame else None,
             name=str(path),
         )
     except (InputValueError, InputTypeError) as exc:

@@ -226,9 +226,9 @@ def split_log_by_time(
 
     * ``fraction``: the first ``fraction`` of the rounds in log order, and the rest (the
       service's export is in the order the decisions were made);
-    * ``until`` with ``times``: the rounds with ``times`` ≤ ``until``, and those after it
-      (``times``: each round's time, e.g. the export's ``time_decided`` in seconds since the
-      epoch; any order).
+    * ``until``: the rounds with ``times`` ≤ ``until``, and those after it (``times``: each
+      round's time in seconds since the epoch, any order; default the log's own ``times``,
+      the service's ``time_decided``).
 
     Both parts keep log order; neither may be empty.
     """
@@ -242,8 +242,12 @@ def split_log_by_time(
         if times is not None:
             raise InputValueError("times go with until, not with fraction")
         return log.split(fraction, seed=None)
+    times = log.times if times is None else times
     if times is None:
-        raise InputValueError("until needs times: each round's time, one per round of the log")
+        raise InputValueError(
+            "until needs times: this log has none (a service export has time_decided); give "
+            "times=, one per round, or fraction="
+        )
     t = as_real_array(times, "times")
     if t.shape != (len(log),) or not np.isfinite(t).all():
         raise InputValueError(
