@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench peers clean docs docs-test dist
+.PHONY: demo test lint bench peers obp clean docs docs-test dist
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,23 @@ $(PEERS_VENV)/.installed: pyproject.toml
 peers: $(PEERS_VENV)/.installed
 	$(PEERS_VENV)/bin/python benchmarks/peers.py
 
+# Open Bandit Pipeline 0.5.7 (the newest, with SLOPE-tuned Switch-DR and DRos, the sub-Gaussian
+# estimators, MIPS and balanced IPW) for benchmarks/ope_obp.py, in a venv of its own: deepbandits
+# is never installed there (its pandas and numpy are newer than obp's). The pinned set first, then
+# obp with --no-deps --ignore-requires-python: its metadata says python < 3.11 and pins torch 1.12,
+# which has no 3.11 wheel, yet its code runs on 3.11 with benchmarks/obp/requirements.txt (what
+# benchmarks/ope_obp.py runs of it is checked there). Then: .venv/bin/python benchmarks/ope_obp.py
+OBP_VENV := .venv-obp
+$(OBP_VENV)/.installed: benchmarks/obp/requirements.txt
+	$(PYTHON) -m venv $(OBP_VENV)
+	$(OBP_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OBP_VENV)/bin/python -m pip install --quiet -r benchmarks/obp/requirements.txt
+	$(OBP_VENV)/bin/python -m pip install --quiet --no-deps --ignore-requires-python obp==0.5.7
+	$(OBP_VENV)/bin/python -c "import obp; assert obp.__version__ == '0.5.7', obp.__version__"
+	touch $@
+
+obp: $(OBP_VENV)/.installed
+
 # The documentation site (mkdocs.yml; docs/about-these-docs.md says why these tools): the docs
 # extra into .venv, then a strict build, in which any warning fails (a broken link, a public name
 # without a docstring, an example that raises). The gallery runs every example in examples/.
@@ -73,4 +90,4 @@ dist: $(DOCS_STAMP)
 	$(PY) -m build --outdir dist
 
 clean:
-	rm -rf $(VENV) $(PEERS_VENV) results build dist site docs/generated src/*.egg-info
+	rm -rf $(VENV) $(PEERS_VENV) $(OBP_VENV) results build dist site docs/generated src/*.egg-info
