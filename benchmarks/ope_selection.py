@@ -9,18 +9,20 @@ the log size, the reward model (exact q̂ = h, good: h plus noise of 0.2 of its 
 of the arms shuffled, or a cross-fitted ridge regression) and the evaluation policy (far: the
 softmax of 4·h standardised; near: of h standardised). Each is run on ``--seeds`` logs (20;
 seeds 0..); the truth is the evaluation policy's value over the context distribution (from
-100,000 contexts), so that every estimator, DM with the exact model too, errs by the sampling of
-the log's contexts at least.
+100,000 contexts, with the reward function of the log's seed: an environment draws θ, or
+h2's matrix A, when it is reset), so that every estimator, DM with the exact model too, errs
+by the sampling of the log's contexts at least.
 
 Every registered estimator (``candidates="all"``: IPS, SNIPS, DM, DR, SNDR, Switch-DR, DRos and
 the SLOPE-tuned Switch-DR, DRos, SG-IPS, SG-DR) is a candidate; per configuration the RMSE of
 each over the logs, and of the estimator :func:`deepbandits.ope.select_estimator` chooses on
-each log by cross-validation (``cv``) and by SLOPE (``slope``), and the ratio of the chosen one's
+each log by the bounded-bias MSE (``mse``, the default), by cross-validation (``cv``) and by
+SLOPE (``slope``), and the ratio of the chosen one's
 RMSE to the best candidate's in hindsight (the least RMSE of the configuration).
 
-Cross-validation's defaults (``train_fraction``, the reference, the one-standard-error rule)
-were compared on other seeds (``--tune``: seeds 1000.., 10 logs per configuration), reported in
-the same file.
+The defaults of ``mse`` (z, the reference) and of ``cv`` (``train_fraction``, the reference,
+the one-standard-error rule) were compared on other seeds (``--tune``: seeds 1000.., 10 logs
+per configuration), reported in the same file.
 
 Writes ``benchmarks/results/ope_selection.md`` and ``ope_selection.csv`` (not with
 ``--quick``).
@@ -85,13 +87,18 @@ CONFIGS: tuple[tuple[str, dict], ...] = (
     ("noise 1.0, 300 rounds, near", {"noise": 1.0, "n": 300, "target": "near"}),
 )
 QUICK = ("base", "uniform, wrong model", "exact model", "ε-greedy 0.1", "h1", "near policy")
-#: The cross-validation variants compared on the tuning seeds (the first: the defaults).
+#: The variants compared on the tuning seeds (the first of each method: its defaults).
 TUNING: dict[str, dict] = {
-    "train_fraction=0.5, reference ips": {},
-    "train_fraction=0.3": {"train_fraction": 0.3},
-    "train_fraction=0.7": {"train_fraction": 0.7},
-    "one-standard-error rule": {"one_standard_error": True},
-    "reference dr": {"reference": "dr"},
+    "mse, z=2, reference ips": {"method": "mse"},
+    "mse, z=1": {"method": "mse", "z": 1.0},
+    "mse, z=3": {"method": "mse", "z": 3.0},
+    "mse, z=0": {"method": "mse", "z": 0.0},
+    "mse, reference dr": {"method": "mse", "reference": "dr"},
+    "cv, train_fraction=0.5, reference ips": {"method": "cv"},
+    "cv, train_fraction=0.3": {"method": "cv", "train_fraction": 0.3},
+    "cv, train_fraction=0.7": {"method": "cv", "train_fraction": 0.7},
+    "cv, one-standard-error rule": {"method": "cv", "one_standard_error": True},
+    "cv, reference dr": {"method": "cv", "reference": "dr"},
 }
 TUNING_SEEDS = range(1000, 1010)
 
@@ -110,13 +117,22 @@ def evaluation_policy(h: np.ndarray, scale: tuple[float, float], target: str) ->
 
 
 @functools.cache
-def population(fn: str, arms: int, target: str) -> tuple[tuple[float, float], float]:
+def population_contexts(fn: str, arms: int) -> np.ndarray:
+    """100,000 contexts ``[N, K, d]`` of the context distribution (their own seed)."""
+    return simulate_log(
+        environment({**BASE, "fn": fn, "arms": arms}), 100_000, seed=10**6
+    ).log.contexts
+
+
+def population(config: dict, seed: int) -> tuple[tuple[float, float], float]:
     """(the mean and spread of h, the evaluation policy's true value) over the context
-    distribution, from 100,000 contexts."""
-    big = simulate_log(environment({**BASE, "fn": fn, "arms": arms}), 100_000, seed=10**6)
-    h = big.expected_rewards
+    distribution, for the reward function the log of ``seed`` has (an environment draws its
+    parameters, θ or h2's A, when reset with a seed)."""
+    env = environment(config)
+    env.reset(seed)
+    h = env.expected_reward(population_contexts(config["fn"], config["arms"]))
     scale = (float(h.mean()), float(h.std()))
-    return scale, true_value(evaluation_policy(h, scale, target), h)
+    return scale, true_value(evaluation_policy(h, scale, config["target"]), h)
 
 
 def simulated(config: dict, seed: int) -> tuple:
@@ -131,7 +147,7 @@ def simulated(config: dict, seed: int) -> tuple:
         seed=seed,
     )
     h = sim.expected_rewards
-    scale, truth = population(config["fn"], config["arms"], config["target"])
+    scale, truth = population(config, seed)
     rng = np.random.default_rng(seed + 5000)
     q_hat = {
         "exact": h,
@@ -161,7 +177,7 @@ def rmse(errors) -> float:
 
 
 def tune(out: Output, configs: tuple) -> None:
-    variants = {name: {"method": "cv", **options} for name, options in TUNING.items()}
+    variants = dict(TUNING)
     ratios = {name: [] for name in variants}
     for name, changes in configs:
         errors, chosen = run({**BASE, **changes}, TUNING_SEEDS, variants)
@@ -171,7 +187,7 @@ def tune(out: Output, configs: tuple) -> None:
         print(f"tuned {name}", file=sys.stderr, flush=True)
     out(
         f"Tuning ({len(TUNING_SEEDS)} logs per configuration, seeds {TUNING_SEEDS.start}.."
-        f"{TUNING_SEEDS.stop - 1}, not the evaluation's): cross-validation's RMSE over the "
+        f"{TUNING_SEEDS.stop - 1}, not the evaluation's): the chosen one's RMSE over the "
         "best candidate's"
     )
     out("")
@@ -184,7 +200,7 @@ def tune(out: Output, configs: tuple) -> None:
 
 
 def evaluate_selection(out: Output, configs: tuple, seeds: range) -> pd.DataFrame:
-    variants = {"cv": dict(method="cv"), "slope": dict(method="slope")}
+    variants = {m: dict(method=m) for m in ("mse", "cv", "slope")}
     rows = []
     for name, changes in configs:
         errors, chosen = run({**BASE, **changes}, seeds, variants)
@@ -200,12 +216,13 @@ def evaluate_selection(out: Output, configs: tuple, seeds: range) -> pd.DataFram
     names = [c.removeprefix("rmse_") for c in table if c.startswith("rmse_") and "sel" not in c]
     out(
         f"Evaluation ({len(seeds)} logs per configuration, seeds {seeds.start}..{seeds.stop - 1})"
-        ": RMSE × 1000 of every candidate, of the one chosen by cross-validation (cv) and by "
-        "SLOPE, and the chosen one's RMSE over the best candidate's"
+        ": RMSE × 1000 of every candidate, of the one chosen by the bounded-bias MSE (mse), by "
+        "cross-validation (cv) and by SLOPE, and the chosen one's RMSE over the best candidate's"
     )
     out("")
-    out(f"| configuration | {' | '.join(names)} | cv | slope | cv / best | slope / best |")
-    out("| --- " * (len(names) + 5) + "|")
+    ratios = " | ".join(f"{m} / best" for m in variants)
+    out(f"| configuration | {' | '.join(names)} | {' | '.join(variants)} | {ratios} |")
+    out("| --- " * (len(names) + 1 + 2 * len(variants)) + "|")
     for row in rows:
         cells = [f"{1000 * row[f'rmse_{k}']:.1f}" for k in names]
         cells = [f"**{c}**" if k == row["best"] else c for c, k in zip(cells, names, strict=True)]

@@ -13,7 +13,7 @@ import deepbandits as db
 from deepbandits.cli import main
 from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.ope import DM, IPS, Selection, select_estimator, simulate_log
-from deepbandits.ope.selection import cross_validated_mse, split_masks
+from deepbandits.ope.selection import bounded_bias_mse, cross_validated_mse, split_masks
 from deepbandits.ope.tuning import slope_index
 from ope_fixtures import write_service_log
 
@@ -45,7 +45,7 @@ def test_the_cv_score_of_two_candidates_by_hand():
 def test_select_estimator_scores_ips_and_dm_as_the_splits_say():
     log, target, h = simulated(0, n=400)
     q = 0.8 * h + 0.1
-    sel = select_estimator(log, target, ["ips", "dm"], q_hat=q, n_splits=30, seed=3)
+    sel = select_estimator(log, target, ["ips", "dm"], method="cv", q_hat=q, n_splits=30, seed=3)
     # the same splits, IPS and DM by hand
     masks = split_masks(len(log), 200, 30, 3)
     w = target[np.arange(len(log)), log.actions] / log.propensities
@@ -64,23 +64,61 @@ def test_select_estimator_scores_ips_and_dm_as_the_splits_say():
     assert sel.estimate == pytest.approx(sel.table.set_index("estimator")["estimate"][sel.label])
 
 
-def test_with_the_exact_model_cv_trusts_a_model_based_estimator():
+@pytest.mark.parametrize("method", ["mse", "cv"])
+def test_with_the_exact_model_a_model_based_estimator_is_trusted(method):
     chosen = []
     for seed in range(5):
         log, target, h = simulated(seed)
-        sel = select_estimator(log, target, ["ips", "snips", "dm", "dr"], q_hat=h, seed=seed)
+        candidates = ["ips", "snips", "dm", "dr"]
+        sel = select_estimator(log, target, candidates, method=method, q_hat=h, seed=seed)
         chosen.append(sel.estimator)
     assert sum(e.needs_model for e in chosen) >= 4, [e.label for e in chosen]
 
 
-def test_with_a_badly_wrong_model_and_a_uniform_logger_cv_does_not_trust_dm():
+@pytest.mark.parametrize("method", ["mse", "cv"])
+def test_with_a_badly_wrong_model_and_a_uniform_logger_dm_is_not_trusted(method):
     for seed in range(5):
         log, target, h = simulated(seed, logging="uniform")
         wrong = h[:, ::-1]  # the arms' means reversed
-        sel = select_estimator(log, target, "all", q_hat=wrong, seed=seed)
+        sel = select_estimator(log, target, "all", method=method, q_hat=wrong, seed=seed)
         assert sel.label != "dm", sel.reason
         dm = sel.table.set_index("estimator").loc["dm"]
-        assert dm["bias2"] > 10 * dm["variance"]  # cross-validation sees DM's bias
+        assert dm["bias2"] > 10 * dm["variance"]  # the rule sees DM's bias
+
+
+def test_the_bounded_bias_mse_by_hand():
+    """Differences 0.05 and -0.01 with paired standard errors 0.01 and 0.02, z = 2: b̂ = 0.03
+    and 0 (inside the band); a NaN candidate is never best."""
+    bias2, mse = bounded_bias_mse(
+        np.array([0.05, -0.01, np.nan]),
+        np.array([0.01, 0.02, 0.01]),
+        np.array([1e-4, 4e-4, 1.0]),
+        2.0,
+    )
+    np.testing.assert_allclose(bias2[:2], [0.03**2, 0.0], atol=1e-15)
+    np.testing.assert_allclose(mse[:2], [0.03**2 + 1e-4, 4e-4])
+    assert mse[2] == np.inf
+
+
+def test_select_estimator_bounds_each_bias_by_its_paired_difference_to_ips():
+    log, target, h = simulated(0, n=400)
+    q = 0.8 * h + 0.1
+    sel = select_estimator(log, target, ["ips", "dm", "dr"], q_hat=q, seed=3, n_bootstrap=300)
+    result = db.ope.evaluate(
+        log, target, estimators=["ips", "dm", "dr"], q_hat=q, n_bootstrap=300, seed=3
+    )
+    table = sel.table.set_index("estimator")
+    np.testing.assert_allclose(table["estimate"], result.table["estimate"])
+    paired = result.samples - result.samples[:, [0]]
+    np.testing.assert_allclose(table["difference_se"], paired.std(axis=0, ddof=1), rtol=1e-12)
+    assert table.loc["ips", "difference"] == 0.0 and table.loc["ips", "bias2"] == 0.0
+    np.testing.assert_allclose(table["mse"], table["bias2"] + result.table["std"].to_numpy() ** 2)
+    assert sel.method == "mse" and sel.label == table["mse"].idxmin()
+    assert sel.reason.startswith("mse: trust ") and "paired standard errors" in sel.reason
+    wide = select_estimator(
+        log, target, ["ips", "dm", "dr"], q_hat=q, seed=3, n_bootstrap=300, z=50.0
+    )
+    assert (wide.table["bias2"] == 0).all()  # every difference inside a band of 50 errors
 
 
 def test_slope_chooses_by_lepskis_rule_over_the_deviations():
@@ -97,18 +135,19 @@ def test_slope_chooses_by_lepskis_rule_over_the_deviations():
 
 def test_the_same_seed_gives_the_same_selection():
     log, target, h = simulated(2)
-    first = select_estimator(log, target, q_hat=h + 0.1, seed=7)
-    again = select_estimator(log, target, q_hat=h + 0.1, seed=7)
+    first = select_estimator(log, target, method="cv", q_hat=h + 0.1, seed=7)
+    again = select_estimator(log, target, method="cv", q_hat=h + 0.1, seed=7)
     pd.testing.assert_frame_equal(first.table, again.table)
     assert first.label == again.label and first.reason == again.reason
-    other = select_estimator(log, target, q_hat=h + 0.1, seed=8)
+    other = select_estimator(log, target, method="cv", q_hat=h + 0.1, seed=8)
     assert not np.array_equal(other.table["bias2"], first.table["bias2"])  # the splits differ
 
 
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"method": "xv"}, InputValueError, "unknown method 'xv'; expected one of 'cv', 'slope'"),
+        ({"method": "xv"}, InputValueError, "unknown method 'xv'; expected one of 'mse', 'cv'"),
+        ({"z": -1.0}, InputValueError, "z must be >= 0"),
         ({"candidates": 3}, InputTypeError, "candidates must be 'all', a name"),
         ({"candidates": ["ips", "ipw"]}, InputValueError, "candidates: unknown estimator(s) 'ipw'"),
         ({"candidates": ["ips", "ips"]}, InputValueError, "candidates: estimator 'ips' is given"),

@@ -27,8 +27,10 @@ from deepbandits.cli.arguments import check_writable, nonnegative_int, positive_
 from deepbandits.errors import InputValueError
 
 ESTIMATOR_HELP = (
-    "all, or a comma list of ips,snips,dm,dr,sndr,switch-dr,dr-os, each with its settings if "
-    "wanted (switch-dr:tau=10,dr-os:lam=5)"
+    "all, or a comma list of ips,snips,dm,dr,sndr,switch-dr,dr-os,sg-ips,sg-dr, their SLOPE-"
+    "tuned forms switch-dr-slope,dr-os-slope,sg-ips-slope,sg-dr-slope, mips,snmips (actions "
+    "with features) and bipw (balanced IPW), each with its settings if wanted "
+    "(switch-dr:tau=10,dr-os:lam=5)"
 )
 #: The numeric options: flag, type, default and what it sets (the help adds the default).
 NUMBERS: tuple[tuple[str, Callable[[str], Any], float, str], ...] = (
@@ -76,10 +78,11 @@ def add_ope_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--replay", action="store_true", help="also replay the policy, learning")
     p.add_argument(
         "--select",
-        choices=("cv", "slope"),
+        choices=("mse", "cv", "slope"),
         default=None,
-        help="also say which of the estimators to trust, by cross-validation (Cief et al. 2025) "
-        "or SLOPE (Su et al. 2020), and write OUT/selection.csv (not with obd-bts)",
+        help="also say which of the estimators to trust, by their estimated MSE with the bias "
+        "bounded against IPS (mse), by cross-validation (cv, Cief et al. 2025) or by SLOPE "
+        "(slope, Su et al. 2020), and write OUT/selection.csv (not with obd-bts)",
     )
     p.add_argument("--data-dir", type=Path, default=None, help="data directory holding obd/")
     p.add_argument("--out", type=Path, default=Path("results/ope"), help="results/ope")

@@ -158,15 +158,15 @@ def balancing_weights(
     """ŵ(xₜ, aₜ) of every logged round: the cross-fitted odds P(1 | x, a) / P(0 | x, a) of the
     classifier of the module notes (Sondhi et al. 2020), each pair weighted as there.
 
-    Arms known only by their index (contexts per round, no action features) get a classifier
-    each, on the round's context: the odds of a softmax-linear pair of policies are then
-    linear in x for each arm, which one pooled linear model could not represent. Arms with
-    features or per-arm contexts share one classifier on :func:`design_rows` (the arm's
-    features tell them apart)."""
+    With ``model="logistic"``, arms known only by their index (contexts per round, no action
+    features) get a classifier each, on the round's context: the odds of a softmax-linear pair
+    of policies are then linear in x for each arm, which one pooled linear model could not
+    represent. Otherwise the arms share one classifier on :func:`design_rows` (a tree model
+    splits on the arm's code or features itself)."""
     n = len(log)
     folds = _folds(n, check_int(n_folds, "n_folds", minimum=1), seed)
     rows_all, arms_all = np.nonzero(action_dist > 0)
-    per_arm = not log.per_arm and log.action_features is None
+    per_arm = model == "logistic" and not log.per_arm and log.action_features is None
     out = np.empty(n)
     for k in range(n_folds):
         test = np.flatnonzero(folds == k)

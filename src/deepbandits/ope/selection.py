@@ -1,6 +1,20 @@
-"""Which estimator to trust on a log: cross-validated OPE or SLOPE across candidate estimators.
+"""Which estimator to trust on a log: a bounded estimate of each candidate's MSE, cross-validated
+OPE, or SLOPE across candidate estimators.
 
-:func:`select_estimator` scores every candidate on the log and chooses one, by one of two rules.
+:func:`select_estimator` scores every candidate on the log and chooses one, by one of three
+rules.
+
+``method="mse"`` (the default): each candidate's mean squared error on the whole log, bias² +
+variance, with the variance σ_c² from the bootstrap and the bias bounded by its distance to an
+unbiased reference (IPS, or DR): b̂_c = max(0, |V̂_c − V̂_ref| − z·s_c), s_c the bootstrap
+standard error of the paired difference V̂_c − V̂_ref (the same resamples for both), so that a
+difference the reference's own noise explains counts as no bias (the bias bound of MAGIC,
+Thomas & Brunskill 2016, "Data-efficient off-policy policy evaluation for reinforcement
+learning", Section 4, with a paired band instead of the reference's interval;
+:func:`bounded_bias_mse`). The least MSE is chosen. A biased low-variance candidate (DM with a
+poor model) is trusted only while the log cannot tell its bias from the reference's noise; the
+reference itself has b̂ = 0 and MSE σ_ref², so it is chosen when every other candidate is
+further from it than its noise allows and not less variable.
 
 ``method="cv"``: cross-validated off-policy evaluation (Cief, Kveton & Kompan 2025,
 "Cross-validated off-policy evaluation", AAAI; arXiv:2405.15332, Algorithm 1, "OCV"). The log
@@ -43,7 +57,7 @@ accepted is chosen. It assumes the bias falls as the deviation grows (IPS widest
 as the estimators tuned in :mod:`~deepbandits.ope.tuning` do by construction; across estimators
 of different kinds that order is an assumption, not a fact.
 
-Neither rule sees the truth; ``benchmarks/ope_selection.py`` measures how often each chooses an
+No rule sees the truth; ``benchmarks/ope_selection.py`` measures how often each chooses an
 estimator within 1.5 times the error of the best one in hindsight on simulated logs.
 """
 
@@ -58,7 +72,13 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from deepbandits._validation import check_bool, check_choice, check_int, check_seed
+from deepbandits._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+    check_seed,
+)
 from deepbandits.errors import DeepBanditsError, InputTypeError, InputValueError
 from deepbandits.ope.estimator import Estimator, Terms, check_estimators, make_estimator
 from deepbandits.ope.estimators import importance_weights, policy_model_value
@@ -69,7 +89,10 @@ if TYPE_CHECKING:
     from deepbandits.ope import LoggedBandit
 
 Array = NDArray[np.float64]
-METHODS = ("cv", "slope")
+METHODS = ("mse", "cv", "slope")
+#: z of the bias bound of ``method="mse"``: a bias within z paired standard errors of the
+#: reference counts as none (chosen on the tuning seeds of ``benchmarks/ope_selection.py``).
+BIAS_Z = 2.0
 #: The unbiased estimators that may serve as the validation reference of ``method="cv"``.
 REFERENCES = ("ips", "dr")
 
@@ -85,12 +108,13 @@ class Selection:
     label : str
         Its label (the ``estimator`` column of the tables).
     method : str
-        ``"cv"`` or ``"slope"``.
+        ``"mse"``, ``"cv"`` or ``"slope"``.
     table : DataFrame
         One row per candidate, in the order given: ``estimator`` (label), ``name``,
         ``estimate`` (on the whole log), ``std`` (its bootstrap standard error), the rule's
-        columns (cv: ``bias2``, ``variance``, ``mse``, ``mse_se``; slope: ``deviation``),
-        ``score`` (cv: ``mse``, or ``mse + mse_se`` with the one-standard-error rule; slope:
+        columns (mse: ``difference``, ``difference_se``, ``bias2``, ``variance``, ``mse``; cv:
+        ``bias2``, ``variance``, ``mse``, ``mse_se``; slope: ``deviation``), ``score`` (mse:
+        ``mse``; cv: ``mse``, or ``mse + mse_se`` with the one-standard-error rule; slope:
         ``deviation``) and ``chosen``.
     reason : str
         Why, in one line.
@@ -131,6 +155,19 @@ def cross_validated_mse(
     spread = np.sqrt((centred**2).sum(axis=0) / np.maximum(count - 1, 1))
     stderr = np.where(count > 1, spread / np.sqrt(np.maximum(count, 1)), 0.0)
     return bias2, bias2 + variances, stderr
+
+
+def bounded_bias_mse(
+    differences: Array, difference_se: Array, variances: Array, z: float
+) -> tuple[Array, Array]:
+    """(b̂², MSE) of each candidate from its difference to the unbiased reference on the whole
+    log, V̂_c − V̂_ref, that difference's paired bootstrap standard error s and the candidate's
+    variance σ_c²: b̂ = max(0, |V̂_c − V̂_ref| − z·s), the distance from the candidate to the
+    reference's z·s band (MAGIC's bias bound, Thomas & Brunskill 2016, Section 4), and MSE =
+    b̂² + σ_c². A candidate undefined (NaN) gets an infinite MSE."""
+    excess = np.maximum(np.abs(differences) - z * difference_se, 0.0)
+    bias2 = np.where(np.isfinite(excess), excess**2, np.inf)
+    return bias2, np.where(np.isfinite(variances), bias2 + variances, np.inf)
 
 
 def slope_deviations(std: Array, n: int, delta: float) -> Array:
@@ -198,7 +235,8 @@ def select_estimator(
     policy: Any,
     candidates: str | Estimator | Sequence[str | Estimator] = "all",
     *,
-    method: str = "cv",
+    method: str = "mse",
+    z: float = BIAS_Z,
     n_splits: int = 200,
     train_fraction: float = 0.5,
     reference: str = "ips",
@@ -220,13 +258,16 @@ def select_estimator(
         π(a | xₜ) on every round, or a policy of the library.
     candidates : "all", str, Estimator or a list of them, default="all"
         As :func:`~deepbandits.ope.evaluate.evaluate`'s ``estimators``.
-    method : {"cv", "slope"}, default="cv"
+    method : {"mse", "cv", "slope"}, default="mse"
+    z : float, default=2
+        mse: a difference from the reference within z paired standard errors counts as no bias.
     n_splits : int, default=20
         cv: random training/validation splits (≥ 2).
     train_fraction : float, default=0.5
         cv: the share of the rounds in each training part.
     reference : {"ips", "dr"}, default="ips"
-        cv: the unbiased estimator computed on the validation parts.
+        mse, cv: the unbiased estimator the candidates are compared with (cv: on the
+        validation parts).
     one_standard_error : bool, default=False
         cv: choose by MSE plus its standard error over the splits (the authors' rule).
     delta : float, default=0.05
@@ -245,6 +286,7 @@ def select_estimator(
     ref = make_estimator(check_choice(reference, "reference", REFERENCES))
     one_se = check_bool(one_standard_error, "one_standard_error")
     delta = _check_fraction(delta, "delta")
+    z = check_positive(z, "z", allow_zero=True)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", minimum=2)
     seed = check_seed(seed)
     labels = [e.label for e in estimators]
@@ -265,13 +307,32 @@ def select_estimator(
     table = whole.table.iloc[: len(estimators)][["estimator", "name", "estimate", "std"]]
     table = table.reset_index(drop=True)
     std = table["std"].to_numpy(dtype=np.float64)
-    if chosen_method == "cv":
+    ref_row = labels.index(ref.label) if ref.label in labels else len(estimators)
+    if chosen_method == "mse":
+        samples = whole.samples
+        paired = samples[:, : len(estimators)] - samples[:, [ref_row]]
+        with np.errstate(invalid="ignore"):
+            difference_se = np.nanstd(paired, axis=0, ddof=1)
+        difference = (
+            table["estimate"].to_numpy(dtype=np.float64) - whole.table["estimate"].iloc[ref_row]
+        )
+        bias2, mse = bounded_bias_mse(difference, difference_se, std**2, z)
+        table = table.assign(
+            difference=difference,
+            difference_se=difference_se,
+            bias2=bias2,
+            variance=std**2,
+            mse=mse,
+            score=mse,
+        )
+        index = int(np.argmin(mse))
+        reason = _mse_reason(table.iloc[index], len(table), ref, z)
+    elif chosen_method == "cv":
         terms = _terms(log, whole)
         masks = split_masks(n, n_train, n_splits, seed)
         trained = np.column_stack([e.estimate_weighted(terms, masks) for e in estimators])
         validated = ref.estimate_weighted(terms, 1.0 - masks)
         squared = (trained - validated[:, None]) ** 2
-        ref_row = labels.index(ref.label) if ref.label in labels else len(estimators)
         ref_std = float(whole.table["std"].iloc[ref_row])
         bias2, mse, stderr = cross_validated_mse(squared, std**2, ref_std**2, n, n_train)
         score = mse + stderr if one_se else mse
@@ -286,6 +347,15 @@ def select_estimator(
         reason = _slope_reason(table, index)
     table["chosen"] = np.arange(len(table)) == index
     return Selection(estimators[index], labels[index], chosen_method, table, reason)
+
+
+def _mse_reason(row: pd.Series, n_candidates: int, ref: Estimator, z: float) -> str:
+    return (
+        f"mse: trust {row['name']} (estimate {row['estimate']:.5g}): the least estimated MSE of "
+        f"{n_candidates} candidates, {row['mse']:.3g} = bias² {row['bias2']:.3g} (its distance "
+        f"to {ref.title}, {row['difference']:+.3g}, beyond {z:g} paired standard errors of "
+        f"{row['difference_se']:.3g}) + variance {row['variance']:.3g}"
+    )
 
 
 def _cv_reason(
