@@ -15,7 +15,7 @@ Two ways to evaluate from a log whose π₀(aₜ | xₜ) was not recorded (or no
   a ∼ π(· | xₜ) (label 1) from the logged pairs (xₜ, aₜ) (label 0): with both classes of
   equal total weight, P(1 | x, a) / P(0 | x, a) = π(a | x) / π₀(a | x). The pairs of class 1
   are every arm weighted by π(a | xₜ) (the expectation over a ∼ π, with no sampling noise).
-  It never reads the propensities.
+  The estimate is self-normalised, Σ ŵr / Σ ŵ. It never reads the propensities.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from deepbandits._validation import check_int, check_positive, check_seed
 from deepbandits.errors import InputTypeError, InputValueError
 from deepbandits.logs.bandit import LoggedBandit, check_log
-from deepbandits.ope.estimator import MeanEstimator, Terms, register_estimator
+from deepbandits.ope.estimator import RatioEstimator, Terms, register_estimator
 from deepbandits.ope.reward_model import design_rows
 
 Array = NDArray[np.float64]
@@ -215,9 +215,11 @@ def _sample_weight_keyword(classifier: Any) -> str:
 
 @register_estimator
 @dataclass(frozen=True)
-class BalancedIPS(MeanEstimator):
-    """Σ ŵ(xₜ, aₜ) rₜ / n with the weights estimated by classification, balanced IPW (module
-    notes); ``model``: ``"hgb"``, ``"logistic"`` or a scikit-learn classifier."""
+class BalancedIPS(RatioEstimator):
+    """Σ ŵ(xₜ, aₜ) rₜ / Σ ŵ(xₜ, aₜ) with the weights estimated by classification, balanced IPW
+    (module notes; self-normalised, as Sondhi et al. 2020 and Open Bandit Pipeline define it:
+    an estimated weight's scale is only known up to the classifier's calibration);
+    ``model``: ``"hgb"``, ``"logistic"`` or a scikit-learn classifier."""
 
     short = "bipw"
     display = "Balanced IPW"
@@ -240,5 +242,9 @@ class BalancedIPS(MeanEstimator):
         log, dist = terms.logged(self)
         return balancing_weights(log, dist, self.model, n_folds=self.n_folds, seed=self.seed)
 
-    def term(self, terms: Terms) -> Array:
-        return self.weights(terms) * terms.rewards
+    def columns(self, terms: Terms) -> dict[str, Array]:
+        w = self.weights(terms)
+        return {f"[{self.label}]": w * terms.rewards, f"w[{self.label}]": w}
+
+    def ratios(self) -> tuple[tuple[str, str], ...]:
+        return ((f"[{self.label}]", f"w[{self.label}]"),)
