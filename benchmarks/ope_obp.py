@@ -334,12 +334,10 @@ DEFINITIONS = {
     "SNMIPS) take the marginal of the whole embedding, Σ_a π(a | x) Π_d p(e_d | a); the two "
     "agree for one-dimensional embeddings only (an error of obp's SNMIPW: its weights are not "
     "its MIPW's)",
-    "bipw": "obp's BalancedInverseProbabilityWeighting is self-normalised, Σ ŵ r / Σ ŵ (its "
-    "docstring, after Sondhi et al. 2020); deepbandits' bipw is Σ ŵ r / n",
 }
 
 
-def obp_definitions(data: Mapping[str, np.ndarray], weights: np.ndarray | None) -> dict[str, float]:
+def obp_definitions(data: Mapping[str, np.ndarray]) -> dict[str, float]:
     """obp 0.5.7's estimates of the estimators of :data:`DEFINITIONS`, recomputed with numpy by
     obp's own definitions on the same arrays (its order of operations)."""
     reward, rows = data["reward"], np.arange(len(data["reward"]))
@@ -352,8 +350,6 @@ def obp_definitions(data: Mapping[str, np.ndarray], weights: np.ndarray | None) 
             target *= (data["action_dist"] @ p[:, :, d])[rows, embed[:, d]]
         w = target / logged
         out["snmips"] = float((reward * w / w.mean()).mean())
-    if weights is not None:
-        out["bipw"] = float((reward * weights / weights.mean()).mean())
     return out
 
 
@@ -609,7 +605,7 @@ def same_inputs_part(n: int, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
         _, plain = make_logs(data)
         weights = balancing_weights(plain, data["action_dist"], BIPW_MODEL)  # BalancedIPS's
     ours = ours_same(data, chosen_cases)
-    definitions = obp_definitions(data, weights)
+    definitions = obp_definitions(data)
     with tempfile.TemporaryDirectory(prefix="ope-obp-") as tmp:
         path = write_atomic(Path(tmp) / "inputs.npz", obp_payload(data, chosen_cases, weights))
         theirs = run_obp(["same-inputs", "--inputs", str(path)])
