@@ -261,7 +261,7 @@ def select_estimator(
     method : {"mse", "cv", "slope"}, default="mse"
     z : float, default=2
         mse: a difference from the reference within z paired standard errors counts as no bias.
-    n_splits : int, default=20
+    n_splits : int, default=200
         cv: random training/validation splits (≥ 2).
     train_fraction : float, default=0.5
         cv: the share of the rounds in each training part.
