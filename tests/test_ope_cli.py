@@ -51,6 +51,23 @@ def test_ope_on_a_service_log_with_uniform_and_a_library_policy(tmp_path, capsys
     assert list(table["estimator"]) == ["ips", "dr", "replay"]
 
 
+def test_ope_can_estimate_the_propensities_of_a_log(tmp_path, capsys):
+    path = tmp_path / "log.parquet"
+    write_service_log(path, n=400, pending=0)
+    argv = ["ope", "--log", str(path), "--estimators", "ips,bipw", "--n-bootstrap", "50"]
+    assert main([*argv, "--policy", "uniform", "--out", str(tmp_path / "a")]) == 0
+    logged = pd.read_csv(tmp_path / "a" / "ope.csv").set_index("estimator")["estimate"]
+    capsys.readouterr()
+    code = main(
+        [*argv, "--policy", "uniform", "--propensities", "estimated", "--out", str(tmp_path / "b")]
+    )
+    assert code == 0
+    assert "propensities estimated" in capsys.readouterr().out
+    estimated = pd.read_csv(tmp_path / "b" / "ope.csv").set_index("estimator")["estimate"]
+    assert estimated["ips"] != logged["ips"]  # IPS reads the propensities
+    assert estimated["bipw"] == logged["bipw"]  # balanced IPW never does
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -77,6 +77,13 @@ def add_ope_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--replay", action="store_true", help="also replay the policy, learning")
     p.add_argument(
+        "--propensities",
+        choices=("logged", "estimated"),
+        default="logged",
+        help="the log's own propensities, or estimated by a cross-fitted logistic regression of "
+        "the logged arm on the context (for a log whose propensities are missing or not trusted)",
+    )
+    p.add_argument(
         "--select",
         choices=("mse", "cv", "slope"),
         default=None,
@@ -248,8 +255,19 @@ def _evaluate_policy(
         log = read_log(params["path"])  # an exported file or the service's state folder
     else:
         log = load_logged("obd", data_dir=args.data_dir, **params)
+    if args.propensities == "estimated":
+        from deepbandits.ope.propensity import with_estimated_propensities
+
+        logged = log.propensities
+        log = with_estimated_propensities(log, seed=args.seed)
+        gap = float(np.median(np.abs(log.propensities / logged - 1.0)))
     refs: dict[str, float] = {}
     notes = [f"log: {log!r}"]
+    if args.propensities == "estimated":
+        notes.append(
+            "propensities estimated (cross-fitted logistic regression of the arm on the context); "
+            f"median relative difference from the logged ones: {gap:.1%}"
+        )
     if spec == "uniform":
         available = np.ones((len(log), log.n_actions)) if log.masks is None else log.masks
         target, test = available / available.sum(axis=1, keepdims=True), log
