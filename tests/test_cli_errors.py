@@ -99,6 +99,8 @@ CASES = [
     (["reproduce", "matched", "--seeds", "1,1"], "--seeds: seed 1 listed more than once"),
     (["reproduce", "nope"], "unknown experiment 'nope'"),
     (["runn"], "invalid choice: 'runn'"),
+    (["run", "--policy", "linucbb"], "did you mean 'linucb'?"),
+    (["run", "--policy", "neural-sigma-linucb"], "did you mean 'neural-sigma2-linucb'?"),
     (["run", "--policy", "linucb", "--polcy", "x"], "unrecognized arguments: --polcy x"),
 ]
 

@@ -165,11 +165,14 @@ def check_seed(seed: Any, name: str = "seed") -> int | None:
 
 
 def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
-    """Validate a string option against its allowed values."""
+    """Validate a string option against its allowed values; a near miss is named (difflib's
+    closest match, "did you mean 'linucb'?")."""
     options = tuple(choices)
     if not isinstance(value, str) or value not in options:
+        close = difflib.get_close_matches(value, options, n=1) if isinstance(value, str) else []
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise InputValueError(
-            f"unknown {name} {value!r}; expected one of {', '.join(map(repr, options))}"
+            f"unknown {name} {value!r}; expected one of {', '.join(map(repr, options))}{hint}"
         )
     return str(value)
 
