@@ -255,19 +255,19 @@ def _evaluate_policy(
         log = read_log(params["path"])  # an exported file or the service's state folder
     else:
         log = load_logged("obd", data_dir=args.data_dir, **params)
+    notes = [f"log: {log!r}"]
     if args.propensities == "estimated":
         from deepbandits.ope.propensity import with_estimated_propensities
 
         logged = log.propensities
         log = with_estimated_propensities(log, seed=args.seed)
         gap = float(np.median(np.abs(log.propensities / logged - 1.0)))
-    refs: dict[str, float] = {}
-    notes = [f"log: {log!r}"]
-    if args.propensities == "estimated":
-        notes.append(
+        notes = [
+            f"log: {log!r}",
             "propensities estimated (cross-fitted logistic regression of the arm on the context); "
-            f"median relative difference from the logged ones: {gap:.1%}"
-        )
+            f"median relative difference from the logged ones: {gap:.1%}",
+        ]
+    refs: dict[str, float] = {}
     if spec == "uniform":
         available = np.ones((len(log), log.n_actions)) if log.masks is None else log.masks
         target, test = available / available.sum(axis=1, keepdims=True), log
