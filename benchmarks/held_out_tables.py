@@ -12,19 +12,20 @@ accuracy, the arms never played over the last quarter of the run and, of those, 
 out (the best arm in at least 1 % of those rounds), and the wall time on one thread. A run
 already in the CSV (same table, specification, seed, T, and the same parameters of the bandit
 and of the policy as built) is not made again, so an interrupted call resumes; a run whose
-parameters changed since is made again and added. It then prints a Markdown table (mean over the seeds) into
-``benchmarks/results/held_out_tables.md``.
+parameters changed since is made again and added. It then prints a Markdown table (mean over
+the seeds), with ``--report`` into ``benchmarks/results/held_out_tables.md``.
 
 Seeds: the defaults were chosen on the tuning seeds 0 and 1 (``--seeds 0,1``) and are reported
 on the evaluation seeds 2 and 3 (``--seeds 2,3 --report``), which no choice looked at.
 
 The tables (``--data DIR`` holds the files under the names below, as downloaded from the UCI
 repository, https://archive.ics.uci.edu, or the mirrors named; their SHA-256 is checked):
-two-class banknote (1,372 × 4), phoneme (5,404 × 5) and MAGIC gamma (19,020 × 10); white wine
-quality (4,898 × 11, 7 classes), image segmentation (2,098 × 19, 7 classes, label first, five
-comment lines; the mirror's file has one line broken in two, dropped), glass (214 × 9, 6 classes), E. coli (336 × 7, 8 classes), optdigits (3,823 × 64,
-10 classes, with a header row) and abalone (4,177 × 8, the age in rings as 28 classes, the sex
-a category). None of them was looked at before the library's defaults were set.
+two-class banknote (1,372 × 4), phoneme (5,404 × 5) and MAGIC gamma (19,020 × 10); glass
+(214 × 9, 6 classes), white wine quality (4,898 × 11, 7 classes), image segmentation (2,098 ×
+19, 7 classes, label first, five comment lines; the mirror's file has one line broken in two,
+dropped), E. coli (336 × 7, 8 classes), optdigits (3,823 × 64, 10 classes, with a header row)
+and abalone (4,177 × 8, the age in rings as 28 classes, the sex a category). None of them was
+looked at before the library's defaults were set.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ TABLES: dict[str, HeldOutTable] = {
     "magic": HeldOutTable(
         "magic04.data",
         "e9314b7ebd4b4b59a3b3d65f7316663963777b16a46786877651dbbaa640b36a",
-        "UCI 159 (MAGIC gamma telescope), magic04.data, via github.com/TanishaSharma01/MAGIC-gamma-hadron-classification",
+        "UCI 159 (MAGIC gamma telescope), "
+        "via github.com/TanishaSharma01/MAGIC-gamma-hadron-classification",
         {"label": -1},
     ),
     "glass": HeldOutTable(
@@ -99,7 +101,7 @@ TABLES: dict[str, HeldOutTable] = {
     "segment": HeldOutTable(
         "segmentation.test",
         "7f2b1070a459762e1e870c8fc0e5085ed6faa5d282c1b2e146d101a2c31c70cd",
-        "UCI 50 (image segmentation), segmentation.test, via github.com/SinghGauravKumar/Image-Segmentation",
+        "UCI 50 (image segmentation), via github.com/SinghGauravKumar/Image-Segmentation",
         {"label": 0, "skiprows": 5},
     ),
     "ecoli": HeldOutTable(
@@ -234,13 +236,16 @@ def main(argv: list[str] | None = None) -> int:
         for spec in args.specs:
             for seed in seeds:
                 digest = build(name, args.data, spec, seed, args.T)[2]
-                if len(done) and (
-                    (done["table"] == name)
-                    & (done["spec"] == spec)
-                    & (done["seed"] == seed)
-                    & (done["T"] == args.T)
-                    & (done["parameters"] == digest)
-                ).any():
+                if (
+                    len(done)
+                    and (
+                        (done["table"] == name)
+                        & (done["spec"] == spec)
+                        & (done["seed"] == seed)
+                        & (done["T"] == args.T)
+                        & (done["parameters"] == digest)
+                    ).any()
+                ):
                     continue
                 row = run_row(name, args.data, spec, seed, args.T)
                 append_row(CSV, row)
