@@ -1,5 +1,13 @@
 """The command line's entry point: parse, run the command, and turn what goes wrong into an
-exit status (see :mod:`deepbandits.cli`)."""
+exit status (see :mod:`deepbandits.cli`).
+
+While a command runs, a warning reaches the user as one line on stderr, ``deepbandits:
+warning: MESSAGE`` (the category named when it is not a plain ``UserWarning`` or one of the
+library's own), instead of Python's ``path:line: Category: message`` and the source line: the
+command line formats every warning (:func:`format_warning`, as :func:`warnings.formatwarning`),
+and puts Python's own formatting back when the command ends, so that the library called from
+Python warns as usual. Which warnings are shown (Python's filters, ``-W``) does not change.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Callable
 
 from deepbandits.cli.errors import USER_ERRORS, describe, report_internal_error
@@ -37,6 +46,20 @@ def command_function(name: str) -> Callable[[argparse.Namespace], int]:
     return getattr(importlib.import_module(f"deepbandits.cli.{module}"), function)  # type: ignore[no-any-return]
 
 
+def format_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+) -> str:
+    """A warning as the command line shows it (module notes): ``deepbandits: warning: ...`` on
+    one line, with the signature of :func:`warnings.formatwarning`."""
+    own = category is UserWarning or category.__module__.startswith("deepbandits.")
+    text = " ".join(str(message).split())
+    return f"deepbandits: warning: {text if own else f'{category.__name__}: {text}'}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``).
 
@@ -51,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         The exit status: 0, 2 for a user error, 1 for an internal error, 130 when interrupted,
         141 when the reader of its output went away (see :mod:`deepbandits.cli`).
     """
+    python_format, warnings.formatwarning = warnings.formatwarning, format_warning
     try:
         args = build_parser().parse_args(argv)
         return command_function(args.command)(args)
@@ -66,3 +90,5 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as exc:
         return report_internal_error(exc, sys.argv[1:] if argv is None else argv)
+    finally:
+        warnings.formatwarning = python_format

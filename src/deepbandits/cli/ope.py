@@ -7,7 +7,12 @@ policy is ``obd-bts`` (OBD's Bernoulli Thompson sampling, whose true value is kn
 ground-truth experiment of :mod:`deepbandits.ope.obd`), ``uniform``, or a policy of the library
 (``linucb:alpha=0.5``), which learns the first ``--train-fraction`` of the log
 (:func:`~deepbandits.ope.warm.learn_log`) and is evaluated on the rest, against the logging
-policy's own value there; ``--replay`` also replays it, learning, on the rest.
+policy's own value there; ``--replay`` also replays it, learning, on the rest. A service log
+says what the service knew about its policy (:class:`~deepbandits.logs.service.LoggingPolicy`):
+a policy named without a reward range takes the logging policy's, when it takes one.
+
+Long work (learning the log, the reward model's folds, the replay, OBD's bootstrap runs) shows a
+progress bar on stderr when stderr is a terminal, unless ``--no-progress``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import io
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +30,9 @@ import pandas as pd
 from deepbandits._io import write_atomic
 from deepbandits.cli.arguments import check_writable, nonnegative_int, positive_float
 from deepbandits.errors import InputValueError
+
+if TYPE_CHECKING:
+    from deepbandits.logs.service import LoggingPolicy
 
 ESTIMATOR_HELP = (
     "all, or a comma list of ips,snips,dm,dr,sndr,switch-dr,dr-os,sg-ips,sg-dr, their SLOPE-"
@@ -93,6 +101,9 @@ def add_ope_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--data-dir", type=Path, default=None, help="data directory holding obd/")
     p.add_argument("--out", type=Path, default=Path("results/ope"), help="results/ope")
+    p.add_argument(
+        "--no-progress", action="store_true", help="hide progress bars (shown on a terminal)"
+    )
 
 
 def parse_log_spec(text: str) -> tuple[str, dict[str, Any]]:
@@ -183,6 +194,7 @@ def ope_command(args: argparse.Namespace) -> int:
         n_bootstrap=args.n_bootstrap,
         alpha=args.alpha,
         seed=args.seed,
+        progress=not args.no_progress and sys.stderr.isatty(),
     )
     selection = None
     if policy == "obd-bts":
@@ -221,6 +233,7 @@ def _obd_bts(
         n_bootstrap=options["n_bootstrap"],
         n_runs=args.runs,
         seed=args.seed,
+        progress=options["progress"],
     )
     table = gt.table
     lo, hi = gt.truth_interval
@@ -249,36 +262,42 @@ def _evaluate_policy(
     from deepbandits.logs.load import load_logged
     from deepbandits.ope.evaluate import evaluate
     from deepbandits.ope.replay import replay
-    from deepbandits.serve.export import read_log
+    from deepbandits.serve.export import read_log_and_policy
 
-    if kind == "path":
-        log = read_log(params["path"])  # an exported file or the service's state folder
+    logging_policy = None
+    if kind == "path":  # an exported file or the service's state folder
+        log, logging_policy = read_log_and_policy(params["path"])
     else:
         log = load_logged("obd", data_dir=args.data_dir, **params)
     notes = [f"log: {log!r}"]
+    if logging_policy is not None:
+        notes.append(f"logged by {logging_policy.describe()}")
     if args.propensities == "estimated":
         from deepbandits.ope.propensity import with_estimated_propensities
 
         logged = log.propensities
         log = with_estimated_propensities(log, seed=args.seed)
         gap = float(np.median(np.abs(log.propensities / logged - 1.0)))
-        notes = [
-            f"log: {log!r}",
+        notes[0] = f"log: {log!r}"
+        notes.append(
             "propensities estimated (cross-fitted logistic regression of the arm on the context); "
-            f"median relative difference from the logged ones: {gap:.1%}",
-        ]
+            f"median relative difference from the logged ones: {gap:.1%}"
+        )
     refs: dict[str, float] = {}
+    progress = options["progress"]
     if spec == "uniform":
         available = np.ones((len(log), log.n_actions)) if log.masks is None else log.masks
         target, test = available / available.sum(axis=1, keepdims=True), log
     else:
-        target, test, trained = _trained_policy(log, spec, args)
+        name, kw, taken = policy_keywords(spec, logging_policy)
+        notes.extend(taken)
+        target, test, trained = _trained_policy(log, spec, name, kw, args, progress)
         notes.append(trained)
     refs["logging policy (on-policy)"] = float(test.rewards.mean())
     notes.append(
         f"the logging policy's own value on the evaluated rounds: {test.rewards.mean():.5g}"
     )
-    result = evaluate(test, target, **options)
+    result = evaluate(test, target, warn=False, **options)  # the notes say what is poor
     selection = None
     if args.select:
         from deepbandits.ope.selection import select_estimator
@@ -298,10 +317,8 @@ def _evaluate_policy(
         if spec == "uniform":
             raise InputValueError("--replay needs a library policy (it learns as it goes)")
         from deepbandits.policies import make_policy
-        from deepbandits.specs import parse_spec
 
-        name, kw = parse_spec(spec)
-        res = replay(make_policy(name, **kw), test, seed=args.seed)
+        res = replay(make_policy(name, **kw), test, seed=args.seed, progress=progress)
         lower, upper = res.interval(options["alpha"])
         row = {
             "estimator": "replay",
@@ -316,20 +333,43 @@ def _evaluate_policy(
     return table, f"ope: {spec} on {log.name}", refs, notes, selection
 
 
-def _trained_policy(log: Any, spec: str, args: argparse.Namespace) -> tuple[Any, Any, str]:
+def policy_keywords(
+    spec: str, logging_policy: LoggingPolicy | None
+) -> tuple[str, dict[str, Any], list[str]]:
+    """The name and keywords of the library policy ``spec``, its reward range taken from the
+    ``logging_policy`` where the spec gives none and the policy takes one (a reward range the
+    user gives wins), and the note that says so (empty when nothing was taken)."""
+    from deepbandits.logs.service import format_range
+    from deepbandits.policies import parameter_names
+    from deepbandits.specs import parse_spec
+
+    name, kw = parse_spec(spec)
+    bounds = None if logging_policy is None else logging_policy.reward_range
+    if bounds is None or "reward_range" in kw or "reward_range" not in parameter_names(name):
+        return name, kw, []
+    note = f"{name} takes the reward range {format_range(bounds)} of the logging service"
+    return name, {**kw, "reward_range": bounds}, [note]
+
+
+def _trained_policy(
+    log: Any,
+    spec: str,
+    name: str,
+    kw: dict[str, Any],
+    args: argparse.Namespace,
+    progress: bool,
+) -> tuple[Any, Any, str]:
     from deepbandits.ope.warm import learn_log
     from deepbandits.policies import make_policy
-    from deepbandits.specs import parse_spec
 
     if not 0.0 < args.train_fraction < 1.0:
         raise InputValueError(
             f"--train-fraction must be in (0, 1), but {args.train_fraction} is given"
         )
-    name, kw = parse_spec(spec)
     policy = make_policy(name, **kw)
     train, test = log.split(args.train_fraction, seed=None)
     weights = None if args.warm_weights == "none" else "ips"
-    done = learn_log(policy, train, weights=weights)
+    done = learn_log(policy, train, weights=weights, progress=progress)
     note = (
         f"{spec} learned the first {len(train)} rounds ({done.n_updates} updates"
         f"{', IPS-weighted' if weights else ''}) and is evaluated on the last {len(test)}"

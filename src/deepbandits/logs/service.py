@@ -6,10 +6,17 @@ one row per decision with the columns ``action`` (int; ``arm`` is read too), ``p
 contexts, a list of K lists of d floats; JSON text in CSV) and optionally ``mask`` (K booleans,
 or null for all), ``position``, and ``time_decided`` (the log's ``times``, for splits by
 time); the service's other columns (``decision_id``, ``time_rewarded``, ``model_version``,
-``reward_range``, ``n_arms``) are not needed. Decisions without a reward are left out (a
-warning says how many); requests with fewer arms than the largest are padded with masked zero
-rows. The service reads its own state folder into the same table
+``reward_range``, ``n_arms``, ``logging_policy``) are not needed. Decisions without a reward
+are left out (a warning says how many); requests with fewer arms than the largest are padded
+with masked zero rows. The service reads its own state folder into the same table
 (:func:`deepbandits.serve.export.read_log`), so this module never reads the service's files.
+
+The column ``logging_policy`` holds, on every row, what the service knew about the policy that
+logged them (:class:`LoggingPolicy`, as JSON text): its specification, its reward range [a, b],
+the dimension of the arm contexts and the largest number of arms of a request.
+:func:`read_logging_policy` reads it back (None for a file without it);
+``deepbandits ope`` builds the evaluated policy with the logging policy's reward range where the
+user gives none.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +32,116 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from deepbandits.errors import DataError, DataNotFoundError, InputTypeError, InputValueError
+from deepbandits._validation import check_reward_range
+from deepbandits.errors import (
+    DataError,
+    DataNotFoundError,
+    DeepBanditsError,
+    InputTypeError,
+    InputValueError,
+)
 from deepbandits.logs.bandit import LoggedBandit, make_log
 from deepbandits.logs.columns import numbers
 
 SERVICE_COLUMNS = ("action", "propensity", "reward", "contexts")
+#: The column of what the service knew about its policy (:class:`LoggingPolicy`).
+LOGGING_POLICY = "logging_policy"
+
+
+@dataclass(frozen=True)
+class LoggingPolicy:
+    """What a decision service knew about the policy that logged its decisions.
+
+    Attributes
+    ----------
+    spec : str
+        The policy's specification as the service was started with it
+        (``"sigma2-linucb:reward_range=[0,1]"``), or the registry name of the policy of a
+        checkpoint it was started from.
+    name : str
+        The policy's registry name (``"sigma2-linucb"``).
+    source : {"spec", "checkpoint"}
+        Whether the service built the policy from ``spec`` or loaded it from a checkpoint.
+    reward_range : (a, b) or None
+        The policy's reward range (None: it declares none).
+    n_features : int or None
+        The dimension d of the arm contexts it was given (None: no decision logged).
+    n_arms : int or None
+        The largest number of arms of a request it decided (None: no decision logged).
+    """
+
+    spec: str
+    name: str
+    source: str
+    reward_range: tuple[float, float] | None
+    n_features: int | None
+    n_arms: int | None
+
+    def to_json(self) -> str:
+        """The description as one line of JSON (the ``logging_policy`` column)."""
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str, where: str) -> LoggingPolicy:
+        """The description written by :meth:`to_json`; ``where`` is named in the
+        :class:`~deepbandits.errors.DataError` of a malformed one."""
+        try:
+            d = json.loads(text)
+            rr = d["reward_range"]
+            return cls(
+                spec=str(d["spec"]),
+                name=str(d["name"]),
+                source=str(d["source"]),
+                reward_range=None if rr is None else check_reward_range(rr),
+                n_features=None if d["n_features"] is None else int(d["n_features"]),
+                n_arms=None if d["n_arms"] is None else int(d["n_arms"]),
+            )
+        except (ValueError, TypeError, KeyError, DeepBanditsError) as exc:
+            raise DataError(
+                f"{where}: column {LOGGING_POLICY!r} is not a description of the logging policy "
+                f"(JSON with spec, name, source, reward_range, n_features, n_arms): {exc}"
+            ) from None
+
+    def describe(self) -> str:
+        """The policy in one line: its specification, reward range, d and K."""
+        parts = (
+            [] if self.reward_range is None else [f"reward range {format_range(self.reward_range)}"]
+        )
+        if self.n_features is not None:
+            parts.append(f"{self.n_features} context features")
+        if self.n_arms is not None:
+            parts.append(f"up to {self.n_arms} arms")
+        source = " (from a checkpoint)" if self.source == "checkpoint" else ""
+        return f"{self.spec}{source}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def format_range(bounds: tuple[float, float]) -> str:
+    """``(0.0, 1.0)`` → ``"[0, 1]"``."""
+    return f"[{bounds[0]:g}, {bounds[1]:g}]"
+
+
+def logging_policy_of(frame: pd.DataFrame, path: Path) -> LoggingPolicy | None:
+    """The :class:`LoggingPolicy` of a service log's table (its ``logging_policy`` column), or
+    None when the table does not say (no such column, or no row with a value). A table whose
+    rows name more than one logging policy (logs of several services put together) is refused."""
+    if LOGGING_POLICY not in frame.columns:
+        return None
+    given = {v for v in frame[LOGGING_POLICY] if isinstance(v, str) and v}
+    if not given:
+        return None
+    if len(given) > 1:
+        raise DataError(
+            f"{path}: its rows were logged by {len(given)} different policies (column "
+            f"{LOGGING_POLICY!r}); evaluate the log of one service at a time"
+        )
+    return LoggingPolicy.from_json(given.pop(), str(path))
+
+
+def read_logging_policy(path: str | os.PathLike[str]) -> LoggingPolicy | None:
+    """What the service knew about the policy that logged the exported file ``path`` (module
+    notes), or None when the file does not say; only its ``logging_policy`` column is read."""
+    path = Path(path)
+    return logging_policy_of(read_service_frame(path, columns=[LOGGING_POLICY]), path)
 
 
 def _cell(value: Any, path: Path, row: int, column: str) -> Any:
@@ -56,8 +169,9 @@ def _request(value: Any, path: Path, row: int) -> NDArray[np.float64]:
     return matrix
 
 
-def read_service_frame(path: Path) -> pd.DataFrame:
-    """The table of an exported service log (Parquet or CSV)."""
+def read_service_frame(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """The table of an exported service log (Parquet or CSV); with ``columns``, only those of
+    them that it has."""
     if path.is_dir():
         raise DataError(
             f"{path} is a folder: a service's state folder is read by the service, "
@@ -68,8 +182,14 @@ def read_service_frame(path: Path) -> pd.DataFrame:
         raise DataNotFoundError(f"no log file at {path}")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-        return pd.read_csv(path)
+            if columns is not None:
+                import pyarrow.parquet as pq
+
+                present = set(pq.read_schema(path).names)
+                columns = [c for c in columns if c in present]
+            return pd.read_parquet(path, columns=columns)
+        wanted = None if columns is None else columns.__contains__
+        return pd.read_csv(path, usecols=wanted)
     except (OSError, ValueError) as exc:
         raise DataError(f"{path} cannot be read as {path.suffix[1:] or 'CSV'}: {exc}") from None
 

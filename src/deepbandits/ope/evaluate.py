@@ -33,6 +33,7 @@ from deepbandits.ope.estimators import (
 )
 from deepbandits.ope.reward_model import cross_fitted_rewards
 from deepbandits.ope.support import (
+    MIN_ESS,
     MIN_ESS_FRACTION,
     MIN_PROPENSITY,
     Support,
@@ -128,8 +129,10 @@ def evaluate(
     truth: float | None = None,
     min_propensity: float = MIN_PROPENSITY,
     min_ess_fraction: float = MIN_ESS_FRACTION,
+    min_ess: float = MIN_ESS,
     seed: int | None = 0,
     warn: bool = True,
+    progress: bool = False,
 ) -> OPEResult:
     """Estimate the value of ``policy`` from ``log`` with each of ``estimators``.
 
@@ -158,13 +161,17 @@ def evaluate(
         one.
     truth : float, optional
         The true value, when known: adds relative errors and coverage.
-    min_propensity, min_ess_fraction : float
-        Thresholds of the support warnings.
+    min_propensity, min_ess_fraction, min_ess : float
+        Thresholds of the support warnings (:mod:`~deepbandits.ope.support`): a logged
+        propensity below ``min_propensity`` (1e-3), an effective sample size below
+        ``min_ess_fraction`` of the rounds (1 %) or below ``min_ess`` rounds (10).
     seed : int, optional
         Seeds the folds, the reward model and the resamples.
     warn : bool, default=True
         Emit a :class:`~deepbandits.ope.support.SupportWarning` per support problem (they are
         in ``result.messages`` either way).
+    progress : bool, default=False
+        Show a progress bar of the reward model's folds (``reward model``) on stderr.
     """
     log = check_log(log)
     chosen = check_estimators(
@@ -183,7 +190,7 @@ def evaluate(
     if q_hat is not None:
         q = _check_q_hat(q_hat, log)
     elif any(e.needs_model for e in chosen):
-        q = cross_fitted_rewards(log, reward_model, n_folds=n_folds, seed=seed)
+        q = cross_fitted_rewards(log, reward_model, n_folds=n_folds, seed=seed, progress=progress)
     dm = None if q is None else policy_model_value(dist, q)
     q_logged = None if q is None else q[np.arange(len(log)), log.actions]
     terms = Terms(log.rewards, w, dm, q_logged, dist, log)
@@ -199,7 +206,10 @@ def evaluate(
         samples = np.empty((0, len(chosen)))
     support = support_of(log, dist, w, min_propensity)
     messages = support_messages(
-        support, min_propensity=min_propensity, min_ess_fraction=min_ess_fraction
+        support,
+        min_propensity=min_propensity,
+        min_ess_fraction=min_ess_fraction,
+        min_ess=min_ess,
     )
     if warn:
         warn_support(messages)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
+from tqdm.auto import tqdm
 
 from deepbandits._validation import check_choice, check_int, check_seed
 from deepbandits.errors import InputValueError
@@ -146,10 +147,12 @@ def ground_truth(
     n_runs: int = 30,
     source: str = "propensity",
     seed: int | None = 0,
+    progress: bool = False,
 ) -> GroundTruth:
     """Estimate BTS's value from the random log of ``campaign`` with every estimator and compare
     with BTS's on-policy click rate (module notes); ``n_runs`` bootstrap samples of the random
-    log repeat the estimate as OBP's example does (0: none)."""
+    log repeat the estimate as OBP's example does (0: none). ``progress``: bars of the reward
+    model's folds and of the runs (``OBP's bootstrap runs``) on stderr."""
     campaign = check_choice(campaign, "campaign", OBD_CAMPAIGNS)
     n_runs = check_int(n_runs, "n_runs", minimum=0)
     seed = check_seed(seed)
@@ -169,11 +172,13 @@ def ground_truth(
         truth=truth,
         seed=seed,
         warn=False,
+        progress=progress,
     )
     table = result.table.drop(columns=["n"])
     rng = np.random.default_rng(seed)
     errors = []
-    for run in range(n_runs):  # OBP's protocol: the whole estimate on bootstrap samples
+    runs = tqdm(range(n_runs), desc="OBP's bootstrap runs", unit="run", disable=not progress)
+    for run in runs:  # OBP's protocol: the whole estimate on bootstrap samples
         rows = rng.integers(0, len(random_log), len(random_log))
         boot = evaluate(
             random_log.subset(rows),

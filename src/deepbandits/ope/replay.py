@@ -20,6 +20,7 @@ from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray
+from tqdm.auto import tqdm
 
 from deepbandits._validation import check_int, check_positive, check_seed
 from deepbandits.errors import InputValueError
@@ -116,6 +117,7 @@ def replay(
     max_accepted: int | None = None,
     expected_rewards: Array | None = None,
     seed: int | None = 0,
+    progress: bool = False,
 ) -> ReplayResult:
     """Replay ``policy`` on ``log`` (module notes); it learns the accepted rounds' rewards
     unless ``learn=False``.
@@ -134,6 +136,8 @@ def replay(
         The log's mean rewards, for the regret.
     seed : int, optional
         Seeds the acceptance draws.
+    progress : bool, default=False
+        Show a progress bar of the rounds read (``replay``) on stderr.
     """
     policy, log = check_policy(policy), check_log(log)
     if not len(log):
@@ -156,7 +160,7 @@ def replay(
     accept = rng.random(len(log)) < p_min / log.propensities
     rounds: list[int] = []
     read = 0
-    for t in range(len(log)):
+    for t in tqdm(range(len(log)), desc="replay", unit="round", disable=not progress):
         read = t + 1
         X = log.round_contexts(t)
         mask = None if log.masks is None else log.masks[t]

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from tqdm.auto import tqdm
 
 from deepbandits._validation import check_int, check_seed
 from deepbandits.errors import InputTypeError, InputValueError
@@ -84,7 +85,7 @@ def design_rows(log: LoggedBandit, rows: NDArray[np.int64], arms: NDArray[np.int
     else:
         first = [log.contexts[rows], None]  # the arm's one-hot code
     widths = [a.shape[1] if a is not None else log.n_actions for a in first]
-    n_pos = log.n_positions if log.positions is not None else 0
+    n_pos = _position_width(log)
     out = np.zeros((m, sum(widths) + n_pos))
     start = 0
     for part, width in zip(first, widths, strict=True):
@@ -96,6 +97,61 @@ def design_rows(log: LoggedBandit, rows: NDArray[np.int64], arms: NDArray[np.int
     if n_pos:
         out[np.arange(m), start + log.positions[rows]] = 1.0  # type: ignore[index]
     return out
+
+
+def _position_width(log: LoggedBandit) -> int:
+    """The columns of the one-hot position in :func:`design_rows` (0 without positions)."""
+    return log.n_positions if log.positions is not None else 0
+
+
+def linear_scores(
+    log: LoggedBandit, rows: NDArray[np.int64], coef: Array, intercept: float
+) -> Array:
+    """``design_rows(pairs) @ coef + intercept`` of every arm of the rounds ``rows``,
+    ``[len(rows), K]``, without the ``len(rows)·K`` rows of the design: a linear score is the
+    sum of its blocks' scores, the context's per round (per arm and round on per-arm logs), the
+    arm's per arm, the position's per round."""
+    d = log.contexts.shape[-1]
+    scores = log.contexts[rows] @ coef[:d]  # [m, K] per arm, else [m]
+    start = d
+    if not log.per_arm:  # the arm's features, or its one-hot code
+        arms = np.eye(log.n_actions) if log.action_features is None else log.action_features
+        width = arms.shape[1]
+        scores = scores[:, None] + (arms @ coef[start : start + width])[None, :]
+        start += width
+    n_pos = _position_width(log)
+    if n_pos:
+        scores = scores + coef[start : start + n_pos][log.positions[rows]][:, None]  # type: ignore[index]
+    return scores + intercept
+
+
+def _linear_model(estimator: Any) -> tuple[Array, float, bool] | None:
+    """The coefficients, intercept and whether a logistic link follows, of a fitted model
+    named by :func:`make_regressor` that is linear in the design (logistic regression on
+    {0, 1}, ridge); None for any other (a user's estimator, a subclass, a constant model)."""
+    from sklearn.linear_model import LogisticRegression, Ridge
+
+    if type(estimator) is LogisticRegression and list(estimator.classes_) == [0, 1]:
+        return estimator.coef_[0], float(estimator.intercept_[0]), True
+    if type(estimator) is Ridge and estimator.coef_.ndim == 1:
+        return estimator.coef_, float(estimator.intercept_), False
+    return None
+
+
+def predict_arms(estimator: Any, log: LoggedBandit, rows: NDArray[np.int64]) -> Array:
+    """q̂ of every arm of the rounds ``rows`` ``[len(rows), K]`` by the fitted ``estimator``:
+    from the blocks' scores for a linear model (:func:`linear_scores`; what its own predict
+    gives, to rounding), else by its predict on the ``len(rows)·K`` design rows."""
+    linear = _linear_model(estimator)
+    if linear is not None:
+        from scipy.special import expit
+
+        coef, intercept, logistic = linear
+        scores = linear_scores(log, rows, coef, intercept)
+        return expit(scores) if logistic else scores
+    K = log.n_actions
+    pairs = design_rows(log, np.repeat(rows, K), np.tile(np.arange(K), len(rows)))
+    return _predict(estimator, pairs).reshape(len(rows), K)
 
 
 def _predict(estimator: Any, X: Array) -> Array:
@@ -131,6 +187,7 @@ def cross_fitted_rewards(
     n_folds: int = 5,
     seed: int | None = 0,
     batch_rows: int = 4096,
+    progress: bool = False,
 ) -> Array:
     """q̂(xₜ, a) of every round and arm ``[n, K]`` at the round's position, each round predicted
     by the model fitted on the other folds (``n_folds`` = 1: fitted and predicted on every
@@ -145,7 +202,10 @@ def cross_fitted_rewards(
     seed : int, optional
         Seeds the fold assignment and the regressor.
     batch_rows : int, default=4096
-        Rounds predicted at a time (bounds the memory of the ``rows × K`` design matrix).
+        Rounds predicted at a time (bounds the memory of the ``rows × K`` design matrix that a
+        model other than the linear ones, :func:`predict_arms`, is predicted on).
+    progress : bool, default=False
+        Show a progress bar of the folds (``reward model``) on stderr.
     """
     n_folds = check_int(n_folds, "n_folds", minimum=1)
     seed = check_seed(seed)
@@ -158,16 +218,12 @@ def cross_fitted_rewards(
     base = make_regressor(model, binary, seed)
     folds = np.random.default_rng(seed).permutation(n) % n_folds
     q_hat = np.empty((n, K))
-    for k in range(n_folds):
+    for k in tqdm(range(n_folds), desc="reward model", unit="fold", disable=not progress):
         test = np.flatnonzero(folds == k)
         train = np.flatnonzero(folds != k) if n_folds > 1 else test
         X = design_rows(log, train, log.actions[train])
         fitted = _fit(clone(base), X, log.rewards[train], binary)
         for start in range(0, len(test), batch_rows):
             rows = test[start : start + batch_rows]
-            pairs_rows = np.repeat(rows, K)
-            pairs_arms = np.tile(np.arange(K), len(rows))
-            q_hat[rows] = _predict(fitted, design_rows(log, pairs_rows, pairs_arms)).reshape(
-                len(rows), K
-            )
+            q_hat[rows] = predict_arms(fitted, log, rows)
     return q_hat

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+from scipy.special import stdtrit
 
 from deepbandits._validation import check_positive
 from deepbandits.errors import DeepBanditsError, InputValueError
@@ -57,7 +57,7 @@ def student_t_deviation(column: Array, delta: float) -> float:
     n = len(column)
     if n < 2:
         return float("inf")
-    return float(stats.t(n - 1).ppf(1.0 - delta) * np.sqrt(np.var(column) / (n - 1)))
+    return float(stdtrit(n - 1, 1.0 - delta) * np.sqrt(np.var(column) / (n - 1)))
 
 
 def slope_index(values: Sequence[float], widths: Sequence[float], c: float = SLOPE_C) -> int:

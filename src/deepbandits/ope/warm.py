@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from tqdm.auto import tqdm
 
 from deepbandits._validation import check_positive
 from deepbandits.errors import InputValueError
@@ -83,6 +84,7 @@ def learn_log(
     weights: str | None = None,
     clip: float = CLIP,
     reward_range: tuple[float, float] | None = None,
+    progress: bool = False,
 ) -> WarmStart:
     """Teach ``policy`` the rounds of ``log`` (module notes); returns what was learned.
 
@@ -100,6 +102,8 @@ def learn_log(
     reward_range : (a, b), optional
         The rewards' range, passed to every ``update`` (the σ² policies' Eq. 13 needs one when
         the policy declares none).
+    progress : bool, default=False
+        Show a progress bar of the rounds learned (``learning``) on stderr.
     """
     policy, log = check_policy(policy), check_log(log)
     if weights not in WEIGHTINGS:
@@ -115,7 +119,9 @@ def learn_log(
         w, n_clipped = importance_weights_clipped(log.propensities, clip)
     each = np.ones(len(log)) if w is None else w
     rows = np.arange(len(log))
-    n_updates = learn_rows(policy, log, rows, log.actions, log.rewards, each, reward_range)
+    n_updates = learn_rows(
+        policy, log, rows, log.actions, log.rewards, each, reward_range, progress=progress
+    )
     return WarmStart(len(log), n_updates, w, n_clipped)
 
 
@@ -127,15 +133,19 @@ def learn_rows(
     rewards: Array,
     weights: Array,
     reward_range: tuple[float, float] | None,
+    *,
+    progress: bool = False,
 ) -> int:
     """``policy.update`` of round ``rows[i]``'s contexts, arm ``arms[i]``, reward ``rewards[i]``
     at weight ``weights[i]``, for each i in order; returns the number of updates. All or
     nothing: if an update raises, the policy's saved state from before the first is loaded
-    back (:meth:`~deepbandits.policies.Policy.state_dict`)."""
+    back (:meth:`~deepbandits.policies.Policy.state_dict`). ``progress``: a bar of the rounds
+    (``learning``) on stderr."""
     before = copy.deepcopy(policy.state_dict())
+    each = zip(rows.tolist(), arms.tolist(), rewards.tolist(), weights.tolist(), strict=True)
     try:
-        for t, arm, reward, weight in zip(
-            rows.tolist(), arms.tolist(), rewards.tolist(), weights.tolist(), strict=True
+        for t, arm, reward, weight in tqdm(
+            each, total=len(rows), desc="learning", unit="round", disable=not progress
         ):
             X = log.round_contexts(t)
             policy.update(X, arm, reward, reward_range=reward_range, weight=weight)

@@ -15,7 +15,14 @@ One row per decision, in the order they were made:
 ``n_arms``        how many arms the request had
 ``contexts``      every arm's context: a list of K lists of d numbers (JSON text in CSV)
 ``mask``          the arms available: K booleans, or null for all (JSON text in CSV)
+``logging_policy`` what the service knew about its policy: specification, reward range,
+                  d and K (:class:`~deepbandits.logs.service.LoggingPolicy`, JSON text;
+                  the same on every row)
 ================= =====================================================================
+
+The policy's reward range is the one it was built with (its specification's ``reward_range``,
+or the checkpoint's); ``reward_range`` is a reward's own, when one was given with it.
+:func:`read_logging_policy` reads the description from a state folder or an exported file.
 
 The log is read through a read-only connection, so a running service may keep writing. Both
 layouts of the log give the same table: a decision event is one row, a batch event
@@ -39,14 +46,22 @@ from typing import Any
 import pandas as pd
 
 from deepbandits._io import write_atomic
+from deepbandits._validation import check_reward_range
 from deepbandits.errors import DataError, DeepBanditsError, EventLogError, InputValueError
 from deepbandits.logs.bandit import LoggedBandit
-from deepbandits.logs.service import read_service_log, service_log
+from deepbandits.logs.service import (
+    LOGGING_POLICY,
+    LoggingPolicy,
+    logging_policy_of,
+    read_service_frame,
+    service_log,
+)
+from deepbandits.logs.service import read_logging_policy as read_file_policy
 from deepbandits.serve.batches import KIND as BATCH
 from deepbandits.serve.batches import batch_ids, read_batch, request_masks
 from deepbandits.serve.events import Event
 from deepbandits.serve.logfile import checked, connect, log_format, problem_of, set_aside_in
-from deepbandits.serve.store import LOG_FILE
+from deepbandits.serve.store import LOG_FILE, StateFolder
 
 FORMATS = ("parquet", "csv")
 COLUMNS = (
@@ -61,6 +76,7 @@ COLUMNS = (
     "n_arms",
     "contexts",
     "mask",
+    LOGGING_POLICY,
 )
 DECIDED = ("decision", BATCH)
 
@@ -141,6 +157,66 @@ def logged_ids(state: str | Path) -> tuple[list[str], list[str]]:
     return decided, [str(e.decision_id) for e in events if e.kind == "reward"]
 
 
+def _logging_policy(state: Path, rows: list[dict[str, Any]]) -> LoggingPolicy:
+    """What the state folder ``state`` says about the policy it serves (``service.json``; the
+    base checkpoint's parameters when it was started from a checkpoint), with d and K of the
+    decisions ``rows``."""
+    from deepbandits.policies import load_policy  # torch: only when a folder is read
+
+    info = StateFolder(state).read_service()
+    if info is None:  # pragma: no cover - _log_path found a log, so the file is there
+        raise EventLogError(f"{state} is not a deepbandits serve state folder")
+    spec = str(info["policy"])
+    if info.get("source") == "spec":
+        name, params = str(info.get("name") or spec.partition(":")[0]), info.get("params", {})
+    else:
+        policy = load_policy(state / "base.pt")
+        name = policy.registry_name() or type(policy).__name__
+        params = policy.get_params(deep=False)
+    bounds = params.get("reward_range")
+    contexts = [row["contexts"] for row in rows]
+    return LoggingPolicy(
+        spec=spec,
+        name=name,
+        source=str(info.get("source", "spec")),
+        reward_range=None if bounds is None else check_reward_range(bounds),
+        n_features=len(contexts[0][0]) if contexts else None,
+        n_arms=max(map(len, contexts)) if contexts else None,
+    )
+
+
+def _frame(path: Path) -> pd.DataFrame:
+    """The table of a state folder (:func:`log_table`) or of a file it exported."""
+    if not path.is_dir():
+        return read_service_frame(path)
+    try:
+        return log_table(path)
+    except DeepBanditsError as exc:
+        raise DataError(str(exc)) from None
+
+
+def read_logging_policy(path: str | os.PathLike[str]) -> LoggingPolicy | None:
+    """What the service knew about the policy that logged ``path``: a state folder, or a file
+    it exported (:func:`deepbandits.logs.service.read_logging_policy`; None for a file that
+    does not say)."""
+    path = Path(path)
+    if not path.is_dir():
+        return read_file_policy(path)
+    return read_log_and_policy(path)[1]
+
+
+def read_log_and_policy(
+    path: str | os.PathLike[str],
+) -> tuple[LoggedBandit, LoggingPolicy | None]:
+    """:func:`read_log` and :func:`read_logging_policy` of ``path``, from one reading."""
+    path = Path(path)
+    frame = _frame(path)
+    policy = logging_policy_of(frame, path)
+    if policy is None and path.is_dir():  # no decision logged: what the folder serves
+        policy = _logging_policy(path, [])
+    return service_log(frame, path), policy
+
+
 def log_table(state: str | Path) -> pd.DataFrame:
     """The decisions of the state folder ``state`` with their rewards (module notes);
     ``attrs["damaged_events"]``: the events left out as damaged."""
@@ -163,7 +239,8 @@ def log_table(state: str | Path) -> pd.DataFrame:
                     "n_arms": len(row["contexts"]),
                 }
             )
-    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    policy = _logging_policy(Path(state), rows).to_json()
+    table = pd.DataFrame([{**row, LOGGING_POLICY: policy} for row in rows], columns=list(COLUMNS))
     table["reward"] = table["reward"].astype("float64")
     table["time_rewarded"] = table["time_rewarded"].astype("float64")
     table.attrs["damaged_events"] = damaged
@@ -175,13 +252,7 @@ def read_log(path: str | os.PathLike[str]) -> LoggedBandit:
     folder (its decisions with their rewards, :func:`log_table`) or a file it exported
     (:func:`deepbandits.logs.read_service_log`)."""
     path = Path(path)
-    if not path.is_dir():
-        return read_service_log(path)
-    try:
-        frame = log_table(path)
-    except DeepBanditsError as exc:
-        raise DataError(str(exc)) from None
-    return service_log(frame, path)
+    return service_log(_frame(path), path)
 
 
 def export_log(state: str | Path, out: str | Path, fmt: str = "parquet") -> pd.DataFrame:
