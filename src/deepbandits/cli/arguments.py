@@ -132,7 +132,9 @@ def add_env_option(p: argparse.ArgumentParser) -> None:
 
 def env_of(args: argparse.Namespace) -> str:
     """``args.env``, or :data:`DEFAULT_ENV` when ``--env`` was not given: then ``args.env`` is
-    set to it and a line of the output says so."""
+    set to it and a line of the output says so. A table (``table:path=...``) is read at once
+    and a line says what was read and inferred (rows, features, classes, header, delimiter),
+    so that a wrong guess shows before any run."""
     if args.env is None:
         args.env = DEFAULT_ENV
         print(
@@ -140,6 +142,14 @@ def env_of(args: argparse.Namespace) -> str:
             "list' names the others, 'deepbandits list --params NAME' their keywords)",
             flush=True,
         )
+    from deepbandits.specs import parse_spec
+
+    name, params = parse_spec(str(args.env))
+    if name == "table":
+        from deepbandits.envs import make_env
+
+        source = getattr(make_env(name, **params), "source", None) or {}
+        print(f"read {source.get('summary')}", flush=True)
     return str(args.env)
 
 

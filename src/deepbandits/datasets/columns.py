@@ -28,6 +28,18 @@ def listing(names: list[str], limit: int = 50) -> str:
     return shown + (f", ... ({len(names)} columns)" if len(names) > limit else "")
 
 
+def non_numbers(values: pd.Series) -> NDArray[np.bool_]:
+    """Where ``values`` holds a value that is not a number (missing values are not counted)."""
+    present = values.notna().to_numpy()
+    return present & pd.to_numeric(values, errors="coerce").isna().to_numpy()
+
+
+def holds_categories(values: pd.Series) -> bool:
+    """Whether a column really holds categories: more than half of its values are not numbers
+    (a numeric column with a stray string in it does not)."""
+    return 2 * int(non_numbers(values).sum()) > int(values.notna().sum())
+
+
 def sorted_values(values: list[Any]) -> list[Any]:
     """``values`` in sorted order; mixed types ordered by type, then by text."""
     try:
@@ -130,7 +142,7 @@ class FeatureColumns:
         try:
             numbers = values.to_numpy(dtype=np.float64)
         except (TypeError, ValueError):
-            row = int(np.argmax(pd.to_numeric(values, errors="coerce").isna().to_numpy()))
+            row = int(np.argmax(non_numbers(values)))
             raise TableError(
                 f"column {column!r} {where} must hold numbers, but row {index[row]} holds "
                 f"{values.iloc[row]!r}"
@@ -145,4 +157,11 @@ class FeatureColumns:
         return numbers
 
 
-__all__ = ["FeatureColumns", "TableError", "listing", "sorted_values"]
+__all__ = [
+    "FeatureColumns",
+    "TableError",
+    "holds_categories",
+    "listing",
+    "non_numbers",
+    "sorted_values",
+]

@@ -1,22 +1,34 @@
-"""Your own labelled table, read from a CSV or Parquet file.
+"""Your own labelled table, read from a file as it was published: CSV, TSV, UCI's ``.data``,
+whitespace-separated ``.dat``/``.txt``, compressed or not, or Parquet.
 
-A CSV or Parquet file is read with pandas, one column is the label and the others (or those
-named by ``features``) are the features (:func:`read_table`); the bandit of such a file is
+A table file is read with pandas (:func:`read_table`): one column is the label and the others
+(or those named by ``features``) are the features; the bandit of such a file is
 :func:`deepbandits.envs.table_env` (``make_env("table", ...)``).
 
-The file's suffix decides how it is read: ``.csv`` (comma-separated), ``.tsv`` and ``.txt``
-(tab-separated), each optionally compressed (``.gz``, ``.bz2``, ``.xz``, ``.zip``), and
-``.parquet`` / ``.pq`` (pyarrow). The first line of a text file is the header.
+The suffix says whether the file is text (``.csv``, ``.tsv``, ``.txt``, ``.data``, ``.dat``,
+each optionally compressed: ``.gz``, ``.bz2``, ``.xz``, ``.zip``) or Parquet (``.parquet``,
+``.pq``, read by pyarrow). How a text file is laid out is told from its first lines
+(:mod:`deepbandits.datasets.layout`): the delimiter (comma, semicolon, tab, pipe or
+whitespace; ``delimiter=`` gives it), the decimal mark, and whether the first line is a header
+(``header="auto"``; ``"first"`` or ``"none"`` decides). The columns of a file without a header
+are named by their position, ``"0"``, ``"1"``, ...; the label, ``features`` and
+``categorical`` take column names or positions (an ``int``: ``label=0`` is the first column,
+``label=-1`` the last, with or without a header). :meth:`Table.describe` says in one line what
+was read and inferred (rows, features, classes, header, delimiter), so that a wrong guess shows
+at once; the command line prints it.
 
 Feature columns must be numeric (booleans count as 0/1) or be listed in ``categorical``, which
 one-hot encodes them (one float column ``name=value`` per distinct value, values in sorted
 order, so the encoding does not depend on the order of the rows). How the columns become X is
 kept as :class:`~deepbandits.datasets.columns.FeatureColumns` (``Table.encoder``), which encodes
-a live record the same way. Missing values in the features or the label column are an error
-that names every such column, with its count and its first row, unless ``dropna=True``, which
-drops those rows and says how many (a warning, and ``dropped_rows`` in the table's
-provenance); rows are counted from 0 over the data rows, the header not counted (row 0 is the
-first line under the header).
+a live record the same way. A column that is not numeric is refused by what it holds: text
+(more than half its values are not numbers: one-hot encode it, or leave it out), or numbers
+with a stray value, named by row and value (correct it, or name it in ``na_values`` if it marks
+a missing value). Missing values in the features or the label column are an error that names
+every such column, with its count and its first row, unless ``dropna=True``, which drops those
+rows and says how many (a warning, and ``dropped_rows`` in the table's provenance). Rows are
+counted from 0 over the data rows, the header not counted (row 0 is the first line under the
+header, or the first line of a file without one).
 
 Every problem with the file or the columns raises :class:`TableError` (a ``ValueError``; the
 command line prints it and returns 2); a missing file raises :class:`TableFileNotFoundError`,
@@ -28,8 +40,9 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,14 +51,30 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from deepbandits.datasets.columns import FeatureColumns, TableError, listing
+from deepbandits.datasets.columns import (
+    FeatureColumns,
+    TableError,
+    holds_categories,
+    listing,
+    non_numbers,
+)
+from deepbandits.datasets.layout import (
+    Layout,
+    delimiter_name,
+    detect_layout,
+    header_choice,
+    sample_text,
+)
 from deepbandits.errors import DataNotFoundError
 
-#: Suffix → how the file is read ("csv": comma, "tsv": tab, "parquet").
+#: Suffix → how the file is read: "text" (the layout told from its first lines, or given) or
+#: "parquet".
 TABLE_SUFFIXES: dict[str, str] = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".txt": "tsv",
+    ".csv": "text",
+    ".tsv": "text",
+    ".txt": "text",
+    ".data": "text",
+    ".dat": "text",
     ".parquet": "parquet",
     ".pq": "parquet",
 }
@@ -54,6 +83,9 @@ TABLE_SUFFIXES: dict[str, str] = {
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: A column by name (``str``) or by position (``int``, negative from the end).
+Column = str | int
 
 
 class TableFileNotFoundError(DataNotFoundError, TableError):
@@ -88,13 +120,16 @@ class Table:
     sha256 : str
         SHA-256 of the file's bytes.
     label : str
-        The label column.
+        The label column's name (``"4"`` for the fifth column of a file without a header).
     encoder : FeatureColumns, optional
         How the file's columns became X; :meth:`FeatureColumns.encode` does the same to new
         records.
     dropped_rows : int or None
         Rows dropped for their missing values (``dropna=True``); None when ``dropna`` was not
         asked for.
+    layout : Layout or None
+        How a text file was read (delimiter, header, decimal mark, compression); None for
+        Parquet.
     """
 
     X: NDArray[np.float64]
@@ -107,20 +142,50 @@ class Table:
     label: str = ""
     encoder: FeatureColumns | None = None
     dropped_rows: int | None = None
+    layout: Layout | None = None
+
+    @property
+    def n_classes(self) -> int:
+        """The number of distinct labels."""
+        return len(pd.unique(np.asarray(self.y, dtype=object)))
+
+    def describe(self) -> str:
+        """What was read, in one line: ``'iris.data': 150 rows, 4 features, 3 classes (label
+        column '4'); header: no (detected); delimiter: comma (detected)``."""
+        features = f"{len(self.feature_names)} features"
+        if self.categorical:
+            features += f" (from {len(self.columns)} columns, {len(self.categorical)} one-hot)"
+        read = (
+            self.layout.describe()
+            if self.layout is not None
+            else "header: yes (Parquet); delimiter: none (Parquet)"
+        )
+        dropped = f", {self.dropped_rows} dropped for missing values" if self.dropped_rows else ""
+        return (
+            f"{self.path!r}: {len(self.y)} rows{dropped}, {features}, {self.n_classes} classes "
+            f"(label column {self.label!r}); {read}"
+        )
 
     def provenance(self) -> dict[str, Any]:
         """What a bandit built from this table records of it in its parameters: the file
-        (``path``, ``sha256``), ``label``, the source ``columns``, ``categorical`` and the
-        resulting ``features`` (one-hot columns expanded) with their number; with ``dropna``,
-        how many rows were dropped (``dropped_rows``)."""
+        (``path``, ``sha256``), how it was read (``header``: ``"first"`` or ``"none"``,
+        ``delimiter``, ``decimal``; None for Parquet), ``label``, the source ``columns``,
+        ``categorical`` and the resulting ``features`` (one-hot columns expanded) with their
+        number, the line of :meth:`describe` (``summary``); with ``dropna``, how many rows were
+        dropped (``dropped_rows``)."""
+        layout = self.layout
         found = {
             "path": self.path,
             "sha256": self.sha256,
+            "header": None if layout is None else ("first" if layout.header else "none"),
+            "delimiter": None if layout is None else layout.delimiter,
+            "decimal": None if layout is None else layout.decimal,
             "label": self.label,
             "columns": self.columns,
             "categorical": self.categorical,
             "features": self.feature_names,
             "n_features": len(self.feature_names),
+            "summary": self.describe(),
         }
         if self.dropped_rows is not None:
             found.update(dropna=True, dropped_rows=self.dropped_rows)
@@ -131,7 +196,7 @@ def _kind(path: Path) -> tuple[str, str | None]:
     suffixes = [s.lower() for s in path.suffixes]
     compression = None
     if suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
-        compression = suffixes.pop()
+        compression = suffixes.pop()[1:]
     kind = TABLE_SUFFIXES.get(suffixes[-1]) if suffixes else None
     if kind is None or (compression is not None and kind == "parquet"):
         accepted = ", ".join(TABLE_SUFFIXES)
@@ -150,19 +215,56 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _names(value: Any, what: str) -> list[str]:
-    """A list of column names from a list, a tuple or one name (the command line's
-    ``categorical=color`` gives a single string)."""
+def _is_position(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def _names(value: Any, what: str) -> list[Column]:
+    """A list of columns (names or positions) from a list, a tuple or one column (the command
+    line's ``categorical=color`` gives a single string, ``categorical=3`` an int)."""
     if value is None:
         return []
-    items = [value] if isinstance(value, str | int) else value
-    if not isinstance(items, list | tuple):
-        raise TableError(f"{what} must be a list of column names, got {value!r}")
-    names = [str(v) for v in items]
+    items = [value] if isinstance(value, str) or _is_position(value) else value
+    if not isinstance(items, list | tuple) or not all(
+        isinstance(v, str) or _is_position(v) for v in items
+    ):
+        raise TableError(
+            f"{what} must be a list of column names or positions, but {value!r} is given"
+        )
+    return [v if isinstance(v, str) else int(v) for v in items]
+
+
+def _by_position(key: Column, columns: list[str], what: str, where: str) -> str:
+    """The name of column ``key``: a name as it is, a position (negative from the end) as the
+    name of that column."""
+    if isinstance(key, str):
+        return key
+    n = len(columns)
+    if not -n <= key < n:
+        raise TableError(
+            f"{what}={key} is not a column position of {where}: it has {n} columns "
+            f"(positions 0 to {n - 1}, or -{n} to -1 counting from the end)"
+        )
+    return columns[key]
+
+
+def _resolve(keys: list[Column], columns: list[str], what: str, where: str) -> list[str]:
+    names = [_by_position(k, columns, what, where) for k in keys]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise TableError(f"{what} names column(s) more than once: {', '.join(duplicated)}")
     return names
+
+
+def _unnamed(layout: Layout | None, columns: list[str]) -> str:
+    """What a message about an unknown column name adds for a file read without a header."""
+    if layout is None or layout.header:
+        return ""
+    return (
+        f" (read without a header, its columns are named by position, '0' to "
+        f"'{len(columns) - 1}', and -1 is the last; pass header='first' if its first line "
+        "names them)"
+    )
 
 
 def _check_known(names: list[str], among: list[str], what: str, where: str, listed: str) -> None:
@@ -210,109 +312,256 @@ def _without_missing(
     return df[~rows], dropped
 
 
-def _read_frame(path: Path) -> pd.DataFrame:
-    kind, _ = _kind(path)
-    if not path.exists():
+def _check_numeric(df: pd.DataFrame, columns: list[str], where: str) -> None:
+    """Refuse the feature ``columns`` of ``df`` that are not numeric, each for what it holds:
+    categories (one-hot encode it, or leave it out), or numbers with a stray value (its row and
+    value, and how to mark it missing)."""
+    stray: list[str] = []
+    text: list[str] = []
+    for column in columns:
+        values = df[column]
+        if pd.api.types.is_numeric_dtype(values.dtype):
+            continue
+        if holds_categories(values):
+            text.append(column)
+            continue
+        bad = non_numbers(values)
+        first = values.iloc[int(np.argmax(bad))]
+        more = int(bad.sum()) - 1
+        others = f" (and {more} more row(s) hold values that are not numbers)" if more else ""
+        stray.append(
+            f"column {column!r} is numeric, but row {df.index[int(np.argmax(bad))]} (0-based "
+            f"data row) holds {first!r}{others}: correct it, or if {first!r} marks a missing "
+            f"value, pass na_values=[{first}] (with dropna=True to drop those rows)"
+        )
+    parts = stray
+    if text:
+        kinds = "; ".join(
+            f"{c!r} holds text ({len(pd.unique(df[c].dropna()))} distinct values, e.g. "
+            f"{', '.join(map(repr, pd.unique(df[c].dropna())[:3]))})"
+            for c in text
+        )
+        parts = [
+            *stray,
+            f"feature column(s) are not numeric: {kinds}; one-hot encode them with "
+            f"categorical=[{','.join(text)}], or choose the features with features=[...]",
+        ]
+    if parts:
+        raise TableError(f"{where}: {'; '.join(parts)}")
+
+
+def _read_error(exc: Exception, where: str, layout: Layout | None) -> TableError:
+    """The :class:`TableError` of pandas' or pyarrow's ``exc``, in the file's terms."""
+    found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+    if found and layout is not None:
+        expected, line, saw = found.groups()
+        how = "detected" if layout.delimiter_detected else "given"
+        return TableError(
+            f"line {line} of {where} has {saw} fields where the lines above have {expected} "
+            f"(delimiter: {layout.delimiter}, {how}); correct that line, or pass delimiter=... "
+            "if the delimiter is wrong"
+        )
+    kind = "Parquet" if layout is None else "text"
+    return TableError(f"cannot read {where} as {kind}: {' '.join(str(exc).split())}")
+
+
+def read_frame(
+    path: str | os.PathLike[str],
+    *,
+    header: str | bool | None = "auto",
+    delimiter: str | None = None,
+    na_values: Sequence[str] | None = None,
+) -> tuple[pd.DataFrame, Layout | None]:
+    """A table file as pandas reads it, its column names strings, with the :class:`Layout` it
+    was read with (None for Parquet): the one reader of the table files (module notes).
+
+    Parameters
+    ----------
+    path, header, delimiter, na_values
+        As in :func:`read_table`.
+
+    Raises
+    ------
+    TableFileNotFoundError, TableError
+        As :func:`read_table` does for the file.
+    """
+    if not isinstance(path, str | os.PathLike):
+        raise TableError(f"path must be the table file's path (a string), but {path!r} is given")
+    file = Path(path)
+    where = repr(str(path))
+    choice = header_choice(header)
+    separator = delimiter_name(delimiter)
+    missing = [na_values] if isinstance(na_values, str) else list(na_values or [])
+    if not all(isinstance(v, str | int | float) for v in missing):
+        raise TableError(
+            f"na_values must be a list of the values that mark a missing cell, e.g. ['?'], "
+            f"but {na_values!r} is given"
+        )
+    missing = [str(v) for v in missing]
+    kind, compression = _kind(file)
+    if kind == "parquet" and (choice != "auto" or separator is not None or missing):
+        raise TableError(
+            f"header, delimiter and na_values are for text files; {where} is Parquet, which "
+            "names its columns and types itself"
+        )
+    if not file.exists():
         raise TableFileNotFoundError(2, "table file not found", str(path))
-    if not path.is_file():
-        raise TableError(f"{str(path)!r} is not a file")
+    if not file.is_file():
+        raise TableError(f"{where} is not a file")
+    layout = None
     try:
         if kind == "parquet":
-            df = pd.read_parquet(path, engine="pyarrow")
+            df = pd.read_parquet(file, engine="pyarrow")
         else:
-            sep = "," if kind == "csv" else "\t"
-            df = pd.read_csv(path, sep=sep, compression="infer")
+            sample = sample_text(file, compression)
+            layout = detect_layout(
+                sample,
+                delimiter=separator,
+                header=choice,
+                compression=compression,
+                na_values=missing,
+                where=where,
+            )
+            df = pd.read_csv(
+                file,
+                sep=layout.sep,
+                header=0 if layout.header else None,
+                decimal=layout.decimal,
+                na_values=missing or None,
+                skipinitialspace=layout.delimiter != "whitespace",
+                compression="infer",
+            )
+    except TableError:
+        raise
     except (ValueError, OSError, ImportError) as exc:
-        raise TableError(f"cannot read {str(path)!r} as {kind}: {exc}") from exc
+        raise _read_error(exc, where, layout) from exc
     except Exception as exc:  # pyarrow's own errors (ArrowException and subclasses)
         if type(exc).__module__.startswith("pyarrow"):
-            raise TableError(f"cannot read {str(path)!r} as {kind}: {exc}") from exc
+            raise _read_error(exc, where, layout) from exc
         raise
     df.columns = [str(c) for c in df.columns]
     duplicated = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
     if duplicated:
-        raise TableError(f"{str(path)!r} has duplicated column name(s): {', '.join(duplicated)}")
+        raise TableError(f"{where} has duplicated column name(s): {', '.join(duplicated)}")
     if len(df) == 0:
-        raise TableError(f"{str(path)!r} has no data rows")
-    return df
+        raise TableError(f"{where} has no data rows")
+    return df, layout
 
 
 def read_table(
     path: str | os.PathLike[str],
-    label: str,
+    label: Column,
     *,
-    features: list[str] | None = None,
-    categorical: list[str] | None = None,
+    features: Sequence[Column] | None = None,
+    categorical: Sequence[Column] | None = None,
     dropna: bool = False,
+    header: str | bool | None = "auto",
+    delimiter: str | None = None,
+    na_values: Sequence[str] | None = None,
+    check_label: Callable[[pd.Series], Any] | None = None,
 ) -> Table:
-    """Read a CSV or Parquet file into features and labels (see the module documentation).
+    """Read a table file into features and labels (see the module documentation).
 
     Parameters
     ----------
     path : str or path
-        The file; its suffix decides the reader (:data:`TABLE_SUFFIXES`).
-    label : str
-        Name of the label column.
-    features : list of str, optional
-        The feature columns, in this order; default: every column but the label.
-    categorical : list of str, optional
+        The file; its suffix says whether it is text or Parquet (:data:`TABLE_SUFFIXES`).
+    label : str or int
+        The label column: its name, or its position (``0`` the first column, ``-1`` the last).
+    features : list of str or int, optional
+        The feature columns (names or positions), in this order; default: every column but the
+        label.
+    categorical : list of str or int, optional
         Feature columns to one-hot encode (sorted values; one float column per value).
     dropna : bool, default=False
         Drop the rows with a missing value in the label or a feature column (a warning says
         how many; ``dropped_rows`` of the result). Without it such rows are an error naming
         every column that has them.
+    header : {"auto", "first", "none"}, default="auto"
+        Of a text file: detect whether the first line names the columns, or it does
+        (``"first"``, also True), or it does not (``"none"``, also None and False; the columns
+        are named by position, ``"0"``, ``"1"``, ...).
+    delimiter : {"comma", "semicolon", "tab", "pipe", "whitespace"}, optional
+        Of a text file (or the character itself); default: detected from its first lines.
+    na_values : list of str, optional
+        Of a text file: values that mark a missing cell besides pandas' defaults (empty, NA,
+        NaN, ...), e.g. ``["?"]`` for the UCI files that write one so.
+    check_label : callable, optional
+        Called with the label column (its rows without missing values) before the features
+        are looked at, to refuse a column that is not one (what it raises, a ``ValueError``,
+        is raised as a TableError naming the file):
+        :meth:`~deepbandits.envs.classification.ClassificationEnv.from_table` passes the
+        bandit's rules (``max_arms``, ``float_labels``), so that a column given as the label
+        by mistake is refused for what it is.
 
     Returns
     -------
     Table
+        :meth:`Table.describe` says in one line what was read and inferred.
 
     Raises
     ------
     TableFileNotFoundError
         The file does not exist.
     TableError
-        Unknown suffix, unreadable file, unknown label / feature / categorical column,
-        non-numeric feature column not in ``categorical``, missing value (without ``dropna``)
-        or infinite value.
+        Unknown suffix, unreadable file, unknown label / feature / categorical column (by name
+        or position), non-numeric feature column not in ``categorical``, a stray value in a
+        numeric column (its row and value), missing value (without ``dropna``), infinite
+        value, or a label column that ``check_label`` refuses.
     """
-    file = Path(path)
-    if label is None or isinstance(label, bool) or not isinstance(label, str | int):
-        raise TableError(f"label must be the name of the label column, got {label!r}")
-    label = str(label)
-    chosen = None if features is None else _names(features, "features")
-    one_hot = _names(categorical, "categorical")
-    df = _read_frame(file)
+    if isinstance(label, bool) or not (isinstance(label, str) or _is_position(label)):
+        raise TableError(
+            "label must be the label column's name or position (label=-1: the last column), "
+            f"but {label!r} is given"
+        )
+    chosen_keys = None if features is None else _names(features, "features")
+    one_hot_keys = _names(categorical, "categorical")
+    if not isinstance(dropna, bool):
+        raise TableError(f"dropna must be True or False, got {dropna!r}")
+    df, layout = read_frame(path, header=header, delimiter=delimiter, na_values=na_values)
+    file, where = Path(path), repr(str(path))
     available = list(df.columns)
+    label = _by_position(label if isinstance(label, str) else int(label), available, "label", where)
     if label not in available:
         raise TableError(
-            f"no label column {label!r} in {str(path)!r}; its columns: {listing(available)}"
+            f"no label column {label!r} in {where}{_unnamed(layout, available)}; its columns: "
+            f"{listing(available)}"
         )
-    if chosen is None:
+    if chosen_keys is None:
         chosen = [c for c in available if c != label]
     else:
-        _check_known(chosen, available, "feature column(s)", f"not in {str(path)!r}", "its columns")
+        chosen = _resolve(chosen_keys, available, "features", where)
+        _check_known(
+            chosen,
+            available,
+            "feature column(s)",
+            f"not in {where}{_unnamed(layout, available)}",
+            "its columns",
+        )
         if label in chosen:
             raise TableError(f"the label column {label!r} cannot also be a feature")
     if not chosen:
-        raise TableError(f"{str(path)!r} has no feature columns besides the label {label!r}")
-    where = f"are not feature columns of {str(path)!r}"
-    _check_known(one_hot, chosen, "categorical column(s)", where, "feature columns")
-    non_numeric = [
-        c for c in chosen if c not in one_hot and not pd.api.types.is_numeric_dtype(df[c].dtype)
-    ]
-    if non_numeric:
-        kinds = ", ".join(f"{c!r} ({df[c].dtype})" for c in non_numeric)
-        raise TableError(
-            f"feature column(s) of {str(path)!r} are not numeric: {kinds}; one-hot encode them "
-            f"with categorical=[{','.join(non_numeric)}], or choose the features with "
-            "features=[...]"
-        )
-    if not isinstance(dropna, bool):
-        raise TableError(f"dropna must be True or False, got {dropna!r}")
+        raise TableError(f"{where} has no feature columns besides the label {label!r}")
+    one_hot = _resolve(one_hot_keys, available, "categorical", where)
+    _check_known(
+        one_hot,
+        chosen,
+        "categorical column(s)",
+        f"are not feature columns of {where}",
+        "feature columns",
+    )
     df, dropped = _without_missing(df, [label, *chosen], file, dropna)
+    if check_label is not None:
+        try:
+            check_label(df[label])
+        except ValueError as exc:
+            if isinstance(exc, TableError):
+                raise
+            raise TableError(f"{where}: {exc}") from exc
+    _check_numeric(df, [c for c in chosen if c not in one_hot], where)
     encoder = FeatureColumns.fit(df, chosen, one_hot)
     return Table(
-        X=encoder.encode(df, f"of {str(path)!r}"),
+        X=encoder.encode(df, f"of {where}"),
         y=df[label].to_numpy(),
         feature_names=encoder.names,
         columns=chosen,
@@ -322,6 +571,7 @@ def read_table(
         label=label,
         encoder=encoder,
         dropped_rows=dropped,
+        layout=layout,
     )
 
 
@@ -331,7 +581,7 @@ def read_table(
 TABLE_OPTIONS: tuple[str, ...] = tuple(
     name
     for name, param in inspect.signature(read_table).parameters.items()
-    if param.kind is param.KEYWORD_ONLY
+    if param.kind is param.KEYWORD_ONLY and name != "check_label"  # the caller's, not the user's
 )
 
 

@@ -15,6 +15,7 @@ from deepbandits.envs.keywords import keyword_table
 from deepbandits.envs.preprocessing import PREPROCESSING, check_removed_keywords
 from deepbandits.envs.synthetic import REWARD_FUNCTIONS, SyntheticEnv
 from deepbandits.envs.table import TableError, TableFileNotFoundError, read_table, table_env
+from deepbandits.errors import InputValueError
 
 ENVS: dict[str, Callable[..., Environment]] = {
     **{name: partial(SyntheticEnv, name) for name in REWARD_FUNCTIONS},
@@ -65,7 +66,33 @@ def make_env(name: str, **params: Any) -> Environment:
         check_removed_keywords(params)
         allowed += _keywords(ClassificationEnv, exclude=("X", "y"))
     check_unknown_keys(params, allowed, f"environment {name!r}")
+    _check_required(name, factory, params)
     return factory(**params)
+
+
+def _check_required(name: str, factory: Callable[..., Any], params: dict[str, Any]) -> None:
+    """Refuse a call of ``factory`` that misses a required keyword, naming each with its
+    meaning and how to pass it (not Python's ``TypeError`` about the factory's signature)."""
+    required = [
+        k
+        for k, p in inspect.signature(factory).parameters.items()
+        if p.default is p.empty and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    missing = [k for k in required if k not in params]
+    if not missing:
+        return
+    meanings = {row[0]: row[3] for row in env_parameter_table(name)}
+    each = " and ".join(
+        f"{k}= ({meanings[k][:1].lower() + meanings[k][1:]})"
+        if meanings.get(k, "–") != "–"
+        else f"{k}="
+        for k in missing
+    )
+    given = ", ".join(f"{k}=..." for k in required)
+    how = f"make_env({name!r}, {given})"
+    if name != "classification":  # arrays cannot be given on the command line
+        how += f"; on the command line --env {name}:{given.replace(', ', ',')}"
+    raise InputValueError(f"environment {name!r} needs {each}: {how}")
 
 
 __all__ = [

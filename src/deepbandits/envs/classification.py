@@ -208,15 +208,16 @@ class ClassificationEnv(Environment):
     @classmethod
     @takes_table_options
     def from_table(
-        cls, path: str | os.PathLike[str], label: str, **params: Any
+        cls, path: str | os.PathLike[str], label: str | int, **params: Any
     ) -> ClassificationEnv:
         """The classification bandit of a table file: ``make_env("table", path=..., label=...)``.
 
         Parameters
         ----------
-        path, label, features, categorical, dropna
+        path, label, features, categorical, dropna, header, delimiter, na_values
             As in :func:`~deepbandits.datasets.table.read_table` (its keyword-only options,
-            :data:`~deepbandits.datasets.table.TABLE_OPTIONS`, are taken from ``params``).
+            :data:`~deepbandits.datasets.table.TABLE_OPTIONS`, are taken from ``params``); the
+            label by name or position (``label=-1``: the last column).
         **params
             The constructor's keywords (``preprocess``, default ``"standardize"``;
             ``encoding``, ``dynamic_range``, ``horizon``, ``seed``, ``max_arms``,
@@ -226,19 +227,30 @@ class ClassificationEnv(Environment):
         -------
         ClassificationEnv
             Its :meth:`get_params` records the file next to the bandit's own parameters
-            (:meth:`~deepbandits.datasets.table.Table.provenance`), ``columns_`` how the
-            columns were encoded (for :meth:`contexts_for`). No paper defaults:
-            ``policy_defaults`` is empty.
+            (:meth:`~deepbandits.datasets.table.Table.provenance`; ``"summary"``: what was read
+            and inferred, in one line), ``columns_`` how the columns were encoded (for
+            :meth:`contexts_for`). No paper defaults: ``policy_defaults`` is empty.
 
         Raises
         ------
         TableError
             For the file and its columns, for a label column that does not look like one
-            (``max_arms``, ``float_labels``), and for a constructor keyword out of range (the
-            message then names the file).
+            (``max_arms``, ``float_labels``; checked before the features), and for a
+            constructor keyword out of range (the message then names the file).
         """
         check_removed_keywords(params)
-        table = read_table(path, label, **pop_table_options(params))
+
+        def check_label(y: pd.Series) -> None:
+            # the bandit's label rules before read_table looks at the features: a column given
+            # as the label by mistake is refused for what it is, not for another column
+            encode_labels(
+                y,
+                len(y),
+                max_arms=params.get("max_arms", MAX_ARMS),
+                float_labels=params.get("float_labels", False),
+            )
+
+        table = read_table(path, label, **pop_table_options(params), check_label=check_label)
         try:
             env = cls(table.X, pd.Series(table.y, name=table.label), **params)
         except ValueError as exc:

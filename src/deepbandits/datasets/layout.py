@@ -1,0 +1,307 @@
+"""How a text table is laid out: its delimiter, its decimal mark and whether its first line is a
+header, told from a sample of its first lines (:func:`detect_layout`), as a table file comes
+from where it was published (UCI's ``.data`` files: no header, numbers then a class name).
+
+The sample is the first :data:`SAMPLE_RECORDS` non-blank records of the file (at most
+:data:`SAMPLE_CHARS` characters, decompressed); :mod:`csv` splits it, pandas reads the file.
+
+Delimiter (``delimiter=None``, the default, detects it)
+    Among comma, semicolon, tab and pipe, those that split every record of the sample into the
+    same number (two or more) of fields; of them, the one giving the most fields (a tie goes to
+    tab, then semicolon, then comma, then pipe: a semicolon file with decimal commas splits
+    evenly at both). When none does: whitespace (runs of spaces or tabs, as in ``.dat``
+    files) when it splits every record evenly, else the candidate that splits the most records
+    evenly (pandas then names the line that does not fit).
+Decimal mark
+    A comma when the delimiter is not a comma, some cells are numbers written ``1,5`` and none
+    is written ``1.5``; else a point.
+Header (``header="auto"``, the default)
+    A header holds names, not numbers: a first line with a number in it is data. A first line
+    without numbers is the header when a column whose other cells are all numbers has a name
+    there (``sepal_length`` over numbers); when no column holds numbers (every column text),
+    it is the header when its cells are distinct and none of them recurs in its column below
+    (a column's name is not one of its values). Otherwise (text over columns mixing text and
+    numbers) it is data. ``header="first"`` or ``header="none"`` decides instead.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import lzma
+import re
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from deepbandits.datasets.columns import TableError
+
+#: Delimiter names (what ``delimiter=`` accepts besides the characters themselves) → character;
+#: ``"whitespace"`` is any run of spaces and tabs.
+DELIMITERS: dict[str, str] = {
+    "comma": ",",
+    "semicolon": ";",
+    "tab": "\t",
+    "pipe": "|",
+    "whitespace": " ",
+}
+
+#: What ``header=`` accepts: detect it, the first line is the header, there is none.
+HEADER_CHOICES = ("auto", "first", "none")
+
+#: Most records and characters of the sample a layout is told from.
+SAMPLE_RECORDS = 50
+SAMPLE_CHARS = 1 << 16
+
+#: Cells read as missing in the sample, lower-cased (pandas' defaults, ``na_values`` added).
+MISSING = frozenset(["", "na", "nan", "n/a", "null", "none", "#n/a", "<na>", "-nan", "-na"])
+
+_OPENERS: dict[str, Callable[..., IO[Any]]] = {
+    ".gz": gzip.open,
+    ".bz2": bz2.open,
+    ".xz": lzma.open,
+}
+_COMMA_DECIMAL = re.compile(r"^[+-]?\d+,\d+$")
+_POINT_DECIMAL = re.compile(r"^[+-]?\d*\.\d+([eE][+-]?\d+)?$")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a text table was read.
+
+    Attributes
+    ----------
+    delimiter : str
+        Name of the delimiter (a key of :data:`DELIMITERS`).
+    header : bool
+        The first line is the header (else the columns are named by position, ``"0"``, ...).
+    decimal : str
+        The decimal mark, ``"."`` or ``","``.
+    compression : str or None
+        ``"gz"``, ``"bz2"``, ``"xz"``, ``"zip"`` (from the suffix), or None.
+    delimiter_detected, header_detected : bool
+        Whether the delimiter, the header, was detected (rather than given).
+    """
+
+    delimiter: str
+    header: bool
+    decimal: str = "."
+    compression: str | None = None
+    delimiter_detected: bool = True
+    header_detected: bool = True
+
+    @property
+    def sep(self) -> str:
+        """The ``sep`` of :func:`pandas.read_csv`."""
+        return r"\s+" if self.delimiter == "whitespace" else DELIMITERS[self.delimiter]
+
+    def describe(self) -> str:
+        """``header: no (detected); delimiter: comma (detected)``, with the decimal comma and
+        the compression when there are."""
+        header = "yes" if self.header else "no"
+        parts = [
+            f"header: {header} ({'detected' if self.header_detected else 'given'})",
+            f"delimiter: {self.delimiter} ({'detected' if self.delimiter_detected else 'given'})",
+        ]
+        if self.decimal == ",":
+            parts.append("decimal comma")
+        if self.compression is not None:
+            parts.append(f"{self.compression}-compressed")
+        return "; ".join(parts)
+
+
+def delimiter_name(value: Any) -> str | None:
+    """The name (:data:`DELIMITERS`) of ``delimiter=``: a name or its character; None (or
+    ``"auto"``) to detect it."""
+    if value is None or value == "auto":
+        return None
+    for name, char in DELIMITERS.items():
+        if value in (name, char) or (name == "whitespace" and value == r"\s+"):
+            return name
+    raise TableError(
+        f"delimiter must be one of {', '.join(DELIMITERS)} (or its character: , ; tab |), or "
+        f"None to detect it, but {value!r} is given"
+    )
+
+
+def header_choice(value: Any) -> str:
+    """``header=`` as one of :data:`HEADER_CHOICES`: also None or False (``"none"``, as
+    pandas' ``header=None`` and the command line's ``header=none``) and True (``"first"``)."""
+    if value is None or value is False:
+        return "none"
+    if value is True:
+        return "first"
+    if isinstance(value, str) and value in HEADER_CHOICES:
+        return value
+    raise TableError(
+        f"header must be 'auto' (detect it), 'first' (the first line names the columns) or "
+        f"'none' (the columns are named by position: '0', '1', ...), but {value!r} is given"
+    )
+
+
+def sample_text(path: Path, compression: str | None) -> str:
+    """The first :data:`SAMPLE_CHARS` characters of ``path`` as text (decompressed), cut after
+    its last complete line when the file is longer."""
+    with _open_text(path, compression) as f:
+        text = f.read(SAMPLE_CHARS)
+        more = f.read(1)
+    if more and "\n" in text:
+        text = text[: text.rfind("\n") + 1]
+    return text
+
+
+def _open_text(path: Path, compression: str | None) -> IO[str]:
+    if compression == "zip":
+        archive = zipfile.ZipFile(path)
+        names = archive.namelist()
+        if len(names) != 1:
+            raise TableError(f"{str(path)!r} holds {len(names)} files; a table's zip holds one")
+        return io.TextIOWrapper(archive.open(names[0]), encoding="utf-8-sig", errors="replace")
+    opener = _OPENERS.get(f".{compression}", open)
+    return opener(path, "rt", encoding="utf-8-sig", errors="replace")  # type: ignore[no-any-return]
+
+
+def _records(sample: str, delimiter: str) -> list[list[str]]:
+    if delimiter == "whitespace":
+        rows = [line.split() for line in sample.splitlines()]
+    else:
+        rows = list(csv.reader(io.StringIO(sample), delimiter=DELIMITERS[delimiter]))
+    return [[cell.strip() for cell in row] for row in rows if any(c.strip() for c in row)][
+        :SAMPLE_RECORDS
+    ]
+
+
+def _split_evenly(records: list[list[str]]) -> tuple[int, float]:
+    """The most common number of fields of ``records`` and the share of records that have it."""
+    counts = Counter(len(r) for r in records)
+    fields, count = counts.most_common(1)[0]
+    return fields, count / len(records)
+
+
+def _detect_delimiter(sample: str, where: str) -> str:
+    candidates = ("tab", "semicolon", "comma", "pipe")
+    splits = {name: _split_evenly(_records(sample, name)) for name in (*candidates, "whitespace")}
+    even = [name for name in candidates if splits[name][0] >= 2 and splits[name][1] == 1.0]
+    if even:
+        return max(even, key=lambda name: (splits[name][0], -candidates.index(name)))
+    fields, share = splits["whitespace"]
+    if fields >= 2 and share == 1.0:
+        return "whitespace"
+    some = [name for name in (*candidates, "whitespace") if splits[name][0] >= 2]
+    if not some:
+        first = sample.strip().splitlines()[0]
+        shown = first if len(first) <= 60 else first[:57] + "..."
+        raise TableError(
+            f"cannot tell how the columns of {where} are separated: no comma, semicolon, tab, "
+            f"pipe or whitespace splits its lines in two or more (its first line: {shown!r}); "
+            "a table needs a label and at least one feature column. If that is wrong, pass "
+            "delimiter=comma|semicolon|tab|pipe|whitespace"
+        )
+    return max(some, key=lambda name: (splits[name][1], splits[name][0]))
+
+
+def _detect_decimal(records: Sequence[Sequence[str]], delimiter: str) -> str:
+    if delimiter == "comma":
+        return "."
+    cells = [cell for row in records for cell in row]
+    commas = any(_COMMA_DECIMAL.match(c) for c in cells)
+    points = any(_POINT_DECIMAL.match(c) for c in cells)
+    return "," if commas and not points else "."
+
+
+def _kind(cell: str, decimal: str, missing: frozenset[str]) -> bool | None:
+    """True for a number, False for text, None for a missing value."""
+    if cell.lower() in missing or cell in missing:
+        return None
+    try:
+        float(cell.replace(",", ".") if decimal == "," else cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _detect_header(records: list[list[str]], decimal: str, missing: frozenset[str]) -> bool:
+    first, rest = records[0], records[1:]
+    if not rest:
+        return False
+    kinds = [_kind(cell, decimal, missing) for cell in first]
+    if any(kind is True for kind in kinds):
+        return False
+    below = [
+        [_kind(row[j], decimal, missing) for row in rest if j < len(row)] for j in range(len(first))
+    ]
+    numeric = [True in col and False not in col for col in below]
+    if any(num and kind is False for num, kind in zip(numeric, kinds, strict=True)):
+        return True
+    if any(True in col for col in below):
+        return False
+    names = [cell for cell, kind in zip(first, kinds, strict=True) if kind is False]
+    recurs = any(first[j] in {row[j] for row in rest if j < len(row)} for j in range(len(first)))
+    return len(names) == len(first) and len(set(names)) == len(names) and not recurs
+
+
+def detect_layout(
+    sample: str,
+    *,
+    delimiter: str | None,
+    header: str,
+    compression: str | None,
+    na_values: Sequence[str],
+    where: str,
+) -> Layout:
+    """The :class:`Layout` of a text table from ``sample``, its first lines (module notes).
+
+    Parameters
+    ----------
+    sample : str
+        The file's first lines (:func:`sample_text`).
+    delimiter : str or None
+        A name of :data:`DELIMITERS`, or None to detect it.
+    header : {"auto", "first", "none"}
+        Detect the header, or the first line is one, or there is none.
+    compression : str or None
+        Recorded in the layout.
+    na_values : sequence of str
+        Cells that mark a missing value besides pandas' defaults.
+    where : str
+        The file, for messages.
+
+    Raises
+    ------
+    TableError
+        An empty file, or one whose delimiter cannot be told.
+    """
+    if not sample.strip():
+        raise TableError(f"{where} is empty")
+    detected_delimiter = delimiter is None
+    name = _detect_delimiter(sample, where) if delimiter is None else delimiter
+    records = _records(sample, name)
+    decimal = _detect_decimal(records, name)
+    missing = MISSING | frozenset(na_values)
+    has_header = (
+        _detect_header(records, decimal, missing) if header == "auto" else header == "first"
+    )
+    return Layout(
+        delimiter=name,
+        header=has_header,
+        decimal=decimal,
+        compression=compression,
+        delimiter_detected=detected_delimiter,
+        header_detected=header == "auto",
+    )
+
+
+__all__ = [
+    "DELIMITERS",
+    "HEADER_CHOICES",
+    "Layout",
+    "delimiter_name",
+    "detect_layout",
+    "header_choice",
+    "sample_text",
+]
