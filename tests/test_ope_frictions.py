@@ -262,3 +262,21 @@ def test_the_command_line_leaves_python_warnings_as_they_were(tmp_path):
     assert warnings.formatwarning is before
     text = warnings.formatwarning("x", UserWarning, "f.py", 1)
     assert text.startswith("f.py:1: UserWarning: x")
+
+
+def test_a_service_started_from_a_checkpoint_says_its_policys_reward_range(tmp_path):
+    import deepbandits as db
+    from deepbandits.logs.service import read_logging_policy
+    from deepbandits.serve.export import export_log
+    from deepbandits.serve.export import read_logging_policy as of_state
+    from deepbandits.serve.state import ServiceState
+
+    db.make_policy("sigma2-linucb", reward_range=(0, 2), seed=0).save(tmp_path / "p.pt")
+    with ServiceState(tmp_path / "s", checkpoint=tmp_path / "p.pt") as state:
+        empty = of_state(tmp_path / "s")  # no decision yet: what the folder serves
+        assert (empty.source, empty.reward_range, empty.n_arms) == ("checkpoint", (0.0, 2.0), None)
+        state.decide(np.random.default_rng(0).random((4, 3)))[1].result()
+    export_log(tmp_path / "s", tmp_path / "log.csv", "csv")
+    logged = read_logging_policy(tmp_path / "log.csv")
+    assert (logged.name, logged.n_features, logged.n_arms) == ("sigma2-linucb", 3, 4)
+    assert "reward range [0, 2]" in logged.describe()

@@ -195,6 +195,15 @@ def _frame(path: Path) -> pd.DataFrame:
         raise DataError(str(exc)) from None
 
 
+def _policy_of(frame: pd.DataFrame, path: Path) -> LoggingPolicy | None:
+    """The logging policy of the table ``frame`` read from ``path``; a state folder without a
+    decision says what it serves."""
+    policy = logging_policy_of(frame, path)
+    if policy is None and path.is_dir():
+        return _logging_policy(path, [])
+    return policy
+
+
 def read_logging_policy(path: str | os.PathLike[str]) -> LoggingPolicy | None:
     """What the service knew about the policy that logged ``path``: a state folder, or a file
     it exported (:func:`deepbandits.logs.service.read_logging_policy`; None for a file that
@@ -202,7 +211,7 @@ def read_logging_policy(path: str | os.PathLike[str]) -> LoggingPolicy | None:
     path = Path(path)
     if not path.is_dir():
         return read_file_policy(path)
-    return read_log_and_policy(path)[1]
+    return _policy_of(_frame(path), path)
 
 
 def read_log_and_policy(
@@ -211,10 +220,7 @@ def read_log_and_policy(
     """:func:`read_log` and :func:`read_logging_policy` of ``path``, from one reading."""
     path = Path(path)
     frame = _frame(path)
-    policy = logging_policy_of(frame, path)
-    if policy is None and path.is_dir():  # no decision logged: what the folder serves
-        policy = _logging_policy(path, [])
-    return service_log(frame, path), policy
+    return service_log(frame, path), _policy_of(frame, path)
 
 
 def log_table(state: str | Path) -> pd.DataFrame:
