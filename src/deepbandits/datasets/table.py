@@ -478,9 +478,9 @@ def read_table(
         how many; ``dropped_rows`` of the result). Without it such rows are an error naming
         every column that has them.
     header : {"auto", "first", "none"}, default="auto"
-        Of a text file: detect whether the first line names the columns, or it does
-        (``"first"``, also True), or it does not (``"none"``, also None and False; the columns
-        are named by position, ``"0"``, ``"1"``, ...).
+        Whether the first line of a text file names the columns: detected, yes (``"first"``,
+        also True) or no (``"none"``, also None and False; the columns are then named by
+        position, ``"0"``, ``"1"``, ...).
     delimiter : {"comma", "semicolon", "tab", "pipe", "whitespace"}, optional
         Of a text file (or the character itself); default: detected from its first lines.
     na_values : list of str, optional

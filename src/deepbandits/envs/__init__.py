@@ -56,8 +56,10 @@ def make_env(name: str, **params: Any) -> Environment:
     ``make_env("h1", seed=0, noise="rising")``, ``make_env("mnist", data_dir=..., seed=0)``,
     ``make_env("classification", X=X, y=y, seed=0)`` for your own labelled arrays,
     ``make_env("table", path="data.csv", label="class", categorical=["color"])`` for your own
-    CSV or Parquet file. The classification environments take ``preprocess`` ("standardize",
-    "l2", "standardize+l2" or "none"; see :class:`ClassificationEnv`).
+    table file (``make_env("table", path="iris.data", label=-1)``: the label by position). The
+    classification environments take ``preprocess`` ("standardize", "l2", "standardize+l2" or
+    "none"; see :class:`ClassificationEnv`). A missing required keyword raises
+    ``InputValueError`` naming it, its meaning and how to give it.
     """
     check_choice(name, "environment", ENVS)
     factory = ENVS[name]
