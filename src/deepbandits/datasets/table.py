@@ -31,16 +31,15 @@ counted from 0 over the data rows, the header not counted (row 0 is the first li
 header, or the first line of a file without one).
 
 Every problem with the file or the columns raises :class:`TableError` (a ``ValueError``; the
-command line prints it and returns 2); a missing file raises :class:`TableFileNotFoundError`,
-both a ``FileNotFoundError`` and a ``TableError``.
+command line prints it and returns 2); a missing file raises
+:class:`~deepbandits.datasets.table_file.TableFileNotFoundError`, both a ``FileNotFoundError``
+and a ``TableError``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import os
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,42 +59,13 @@ from deepbandits.datasets.columns import (
 )
 from deepbandits.datasets.layout import (
     Layout,
-    delimiter_name,
-    detect_layout,
-    header_choice,
-    sample_text,
 )
-from deepbandits.errors import DataNotFoundError
-
-#: Suffix → how the file is read: "text" (the layout told from its first lines, or given) or
-#: "parquet".
-TABLE_SUFFIXES: dict[str, str] = {
-    ".csv": "text",
-    ".tsv": "text",
-    ".txt": "text",
-    ".data": "text",
-    ".dat": "text",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-
-#: Compression suffixes accepted after a text suffix (``data.csv.gz``); pandas decompresses.
-COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip")
+from deepbandits.datasets.table_file import file_sha256, read_frame
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: A column by name (``str``) or by position (``int``, negative from the end).
 Column = str | int
-
-
-class TableFileNotFoundError(DataNotFoundError, TableError):
-    """The table file does not exist: ``TableFileNotFoundError(errno, strerror, filename)`` as
-    for any ``FileNotFoundError``."""
-
-    # ValueError precedes OSError in the method resolution order; OSError's own constructor
-    # keeps ``str()`` "[Errno 2] ...: 'path'" and sets ``errno`` and ``filename``.
-    __new__ = OSError.__new__
-    __init__ = OSError.__init__
 
 
 @dataclass(frozen=True)
@@ -190,29 +160,6 @@ class Table:
         if self.dropped_rows is not None:
             found.update(dropna=True, dropped_rows=self.dropped_rows)
         return found
-
-
-def _kind(path: Path) -> tuple[str, str | None]:
-    suffixes = [s.lower() for s in path.suffixes]
-    compression = None
-    if suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
-        compression = suffixes.pop()[1:]
-    kind = TABLE_SUFFIXES.get(suffixes[-1]) if suffixes else None
-    if kind is None or (compression is not None and kind == "parquet"):
-        accepted = ", ".join(TABLE_SUFFIXES)
-        raise TableError(
-            f"cannot tell how to read {str(path)!r} from its suffix; accepted: {accepted} "
-            f"(text ones optionally compressed: {', '.join(COMPRESSION_SUFFIXES)})"
-        )
-    return kind, compression
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _is_position(value: Any) -> bool:
@@ -350,104 +297,6 @@ def _check_numeric(df: pd.DataFrame, columns: list[str], where: str) -> None:
         raise TableError(f"{where}: {'; '.join(parts)}")
 
 
-def _read_error(exc: Exception, where: str, layout: Layout | None) -> TableError:
-    """The :class:`TableError` of pandas' or pyarrow's ``exc``, in the file's terms."""
-    found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
-    if found and layout is not None:
-        expected, line, saw = found.groups()
-        how = "detected" if layout.delimiter_detected else "given"
-        return TableError(
-            f"line {line} of {where} has {saw} fields where the lines above have {expected} "
-            f"(delimiter: {layout.delimiter}, {how}); correct that line, or pass delimiter=... "
-            "if the delimiter is wrong"
-        )
-    kind = "Parquet" if layout is None else "text"
-    return TableError(f"cannot read {where} as {kind}: {' '.join(str(exc).split())}")
-
-
-def read_frame(
-    path: str | os.PathLike[str],
-    *,
-    header: str | bool | None = "auto",
-    delimiter: str | None = None,
-    na_values: Sequence[str] | None = None,
-) -> tuple[pd.DataFrame, Layout | None]:
-    """A table file as pandas reads it, its column names strings, with the :class:`Layout` it
-    was read with (None for Parquet): the one reader of the table files (module notes).
-
-    Parameters
-    ----------
-    path, header, delimiter, na_values
-        As in :func:`read_table`.
-
-    Raises
-    ------
-    TableFileNotFoundError, TableError
-        As :func:`read_table` does for the file.
-    """
-    if not isinstance(path, str | os.PathLike):
-        raise TableError(f"path must be the table file's path (a string), but {path!r} is given")
-    file = Path(path)
-    where = repr(str(path))
-    choice = header_choice(header)
-    separator = delimiter_name(delimiter)
-    missing = [na_values] if isinstance(na_values, str) else list(na_values or [])
-    if not all(isinstance(v, str | int | float) for v in missing):
-        raise TableError(
-            f"na_values must be a list of the values that mark a missing cell, e.g. ['?'], "
-            f"but {na_values!r} is given"
-        )
-    missing = [str(v) for v in missing]
-    kind, compression = _kind(file)
-    if kind == "parquet" and (choice != "auto" or separator is not None or missing):
-        raise TableError(
-            f"header, delimiter and na_values are for text files; {where} is Parquet, which "
-            "names its columns and types itself"
-        )
-    if not file.exists():
-        raise TableFileNotFoundError(2, "table file not found", str(path))
-    if not file.is_file():
-        raise TableError(f"{where} is not a file")
-    layout = None
-    try:
-        if kind == "parquet":
-            df = pd.read_parquet(file, engine="pyarrow")
-        else:
-            sample = sample_text(file, compression)
-            layout = detect_layout(
-                sample,
-                delimiter=separator,
-                header=choice,
-                compression=compression,
-                na_values=missing,
-                where=where,
-            )
-            df = pd.read_csv(
-                file,
-                sep=layout.sep,
-                header=0 if layout.header else None,
-                decimal=layout.decimal,
-                na_values=missing or None,
-                skipinitialspace=layout.delimiter != "whitespace",
-                compression="infer",
-            )
-    except TableError:
-        raise
-    except (ValueError, OSError, ImportError) as exc:
-        raise _read_error(exc, where, layout) from exc
-    except Exception as exc:  # pyarrow's own errors (ArrowException and subclasses)
-        if type(exc).__module__.startswith("pyarrow"):
-            raise _read_error(exc, where, layout) from exc
-        raise
-    df.columns = [str(c) for c in df.columns]
-    duplicated = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
-    if duplicated:
-        raise TableError(f"{where} has duplicated column name(s): {', '.join(duplicated)}")
-    if len(df) == 0:
-        raise TableError(f"{where} has no data rows")
-    return df, layout
-
-
 def read_table(
     path: str | os.PathLike[str],
     label: Column,
@@ -465,7 +314,8 @@ def read_table(
     Parameters
     ----------
     path : str or path
-        The file; its suffix says whether it is text or Parquet (:data:`TABLE_SUFFIXES`).
+        The file; its suffix says whether it is text or Parquet
+        (:data:`~deepbandits.datasets.table_file.TABLE_SUFFIXES`).
     label : str or int
         The label column: its name, or its position (``0`` the first column, ``-1`` the last).
     features : list of str or int, optional
@@ -567,7 +417,7 @@ def read_table(
         columns=chosen,
         categorical=one_hot,
         path=str(path),
-        sha256=_sha256(file),
+        sha256=file_sha256(file),
         label=label,
         encoder=encoder,
         dropped_rows=dropped,

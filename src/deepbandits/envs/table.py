@@ -19,13 +19,11 @@ both a ``FileNotFoundError`` and a ``TableError``.
 
 from __future__ import annotations
 
-from deepbandits.datasets.table import (
+from deepbandits.datasets.table import Table, TableError, read_table
+from deepbandits.datasets.table_file import (
     COMPRESSION_SUFFIXES,
     TABLE_SUFFIXES,
-    Table,
-    TableError,
     TableFileNotFoundError,
-    read_table,
 )
 from deepbandits.envs.classification import ClassificationEnv
 
