@@ -53,6 +53,9 @@ SHAPES = {
     "tabbed.tsv": ("species", lambda X, y: lines(X, y, "\t"), "a\tb\tc\td\tspecies", "tab"),
     "semicolon.csv": (-1, lambda X, y: lines(X, y, ";"), "a;b;c;d;species", "semicolon"),
     "named.csv": ("species", lambda X, y: lines(X, y, ","), "a,b,c,d,species", "comma"),
+    # UCI's training and test parts keep their own suffixes (optdigits.tra, shuttle.tst)
+    "optdigits.tra": (-1, lambda X, y: lines(X, y, ","), "a,b,c,d,species", "comma"),
+    "shuttle.tst": (-1, lambda X, y: lines(X, y, " "), None, "whitespace"),
 }
 
 

@@ -5,7 +5,8 @@ A table file is read with pandas (:func:`read_table`): one column is the label a
 (or those named by ``features``) are the features; the bandit of such a file is
 :func:`deepbandits.envs.table_env` (``make_env("table", ...)``).
 
-The suffix says whether the file is text (``.csv``, ``.tsv``, ``.txt``, ``.data``, ``.dat``,
+The suffix says whether the file is text (``.csv``, ``.tsv``, ``.txt``, ``.data``, ``.dat``, UCI's
+``.tra``/``.tes``/``.trn``/``.tst``/``.test``,
 each optionally compressed: ``.gz``, ``.bz2``, ``.xz``, ``.zip``) or Parquet (``.parquet``,
 ``.pq``, read by pyarrow). How a text file is laid out is told from its first lines
 (:mod:`deepbandits.datasets.layout`): the delimiter (comma, semicolon, tab, pipe or

@@ -33,6 +33,12 @@ TABLE_SUFFIXES: dict[str, str] = {
     ".txt": "text",
     ".data": "text",
     ".dat": "text",
+    # UCI's training and test parts (optdigits.tra, shuttle.trn, segmentation.test, ...)
+    ".tra": "text",
+    ".tes": "text",
+    ".trn": "text",
+    ".tst": "text",
+    ".test": "text",
     ".parquet": "parquet",
     ".pq": "parquet",
 }
