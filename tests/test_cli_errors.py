@@ -176,7 +176,10 @@ def test_read_only_out_is_refused(tmp_path, capsys, nothing_runs):
 
 def test_writable_out_is_left_clean(tmp_path):
     assert cli.check_writable(tmp_path / "a" / "b") == tmp_path / "a" / "b"
-    assert list((tmp_path / "a" / "b").iterdir()) == []
+    assert not (tmp_path / "a").exists()  # made to be probed, then removed (issue 49 §3.7)
+    (tmp_path / "c").mkdir()
+    assert cli.check_writable(tmp_path / "c") == tmp_path / "c"
+    assert list((tmp_path / "c").iterdir()) == []
 
 
 def _raise(exc: BaseException):

@@ -11,7 +11,9 @@
 * :func:`folder_lock` gives one process at a time an output folder: a second sweep into the
   folder fails at once with :class:`~deepbandits.errors.ConcurrentUseError` naming the folder and
   the PID that holds it. The lock is an ``fcntl.flock`` on ``<folder>/.deepbandits.lock``, so the
-  operating system releases it when the holder exits, however it exits (SIGKILL included).
+  operating system releases it when the holder exits, however it exits (SIGKILL included). A
+  block that leaves nothing in the folder but the lock (a command refused after taking it)
+  removes the lock file and the folders it created.
 * :func:`worker_pool` is the one way the library starts worker processes: a ``spawn``
   :class:`~concurrent.futures.ProcessPoolExecutor` whose workers exit within
   :data:`PARENT_POLL_SECONDS` once the process that started them is gone, so a sweep killed
@@ -108,6 +110,84 @@ def _remove_orphans(path: Path) -> None:
             Path(entry.path).unlink(missing_ok=True)
 
 
+def missing_folders(folder: str | os.PathLike[str]) -> list[Path]:
+    """``folder`` and those of its ancestors that do not exist, deepest first: the folders that
+    ``folder.mkdir(parents=True)`` would create."""
+    missing: list[Path] = []
+    for path in (Path(folder), *Path(folder).parents):
+        if os.path.lexists(path):
+            break
+        missing.append(path)
+    return missing
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first, as :func:`missing_folders` lists them) while they are
+    empty; the first that is not (or cannot be removed) stops it."""
+    for path in folders:
+        try:
+            path.rmdir()
+        except OSError:
+            return
+
+
+def _open_lock(folder: Path) -> int:
+    """Create ``folder`` if missing and open its lock file; a folder that cannot be created or
+    written is refused with :class:`~deepbandits.errors.InputValueError`."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise InputValueError(
+            f"cannot use {folder} as an output folder: {exc.strerror or exc}"
+        ) from exc
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` is still the file open as ``fd`` (a lock file removed by a holder that
+    left nothing else in its folder is not)."""
+    try:
+        on_disk = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
+
+
+def _lock(folder: Path) -> int:
+    """Open ``folder``'s lock file and take its lock; the open file. Another holder is refused
+    with :class:`~deepbandits.errors.ConcurrentUseError`."""
+    while True:
+        fd = _open_lock(folder)
+        if fcntl is None:
+            return fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.lseek(fd, 0, os.SEEK_SET)
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise ConcurrentUseError(
+                f"the output folder {folder} is in use by another deepbandits process "
+                f"(PID {holder}); wait until it ends, or write to another folder"
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, folder / LOCK_NAME):
+            return fd
+        os.close(fd)  # locked a file its holder removed on leaving: take the new one
+
+
+def _only_lock(folder: Path) -> bool:
+    """Whether ``folder`` holds nothing but its lock file."""
+    try:
+        with os.scandir(folder) as entries:
+            return [e.name for e in entries] == [LOCK_NAME]
+    except OSError:
+        return False
+
+
 @contextmanager
 def folder_lock(folder: str | os.PathLike[str]) -> Iterator[Path]:
     """Hold ``folder`` (created if missing) for this process for the duration of the block.
@@ -115,6 +195,9 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[Path]:
     Nested calls on one folder in one process share the lock (``reproduce`` runs ``compare``
     into its own folder). The lock file stays in the folder, holding the PID of the process
     that holds it (empty when free); it is never replaced, since a lock belongs to one file.
+    A block that leaves nothing in the folder but the lock file (a command refused before it
+    wrote anything) removes the lock file, and the folder and its parents where the block
+    created them, so a refused command leaves nothing behind.
 
     Raises
     ------
@@ -132,24 +215,9 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[Path]:
         finally:
             _held[key] -= 1
         return
+    created = missing_folders(folder)
+    fd = _lock(folder)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise InputValueError(
-            f"cannot use {folder} as an output folder: {exc.strerror or exc}"
-        ) from exc
-    try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.lseek(fd, 0, os.SEEK_SET)
-                holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
-                raise ConcurrentUseError(
-                    f"the output folder {folder} is in use by another deepbandits process "
-                    f"(PID {holder}); wait until it ends, or write to another folder"
-                ) from None
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
         os.write(fd, f"{os.getpid()}\n".encode("ascii"))
@@ -159,6 +227,9 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[Path]:
         finally:
             del _held[key]
             os.ftruncate(fd, 0)
+            if _only_lock(folder):  # removed while still held: no one else saw it empty
+                (folder / LOCK_NAME).unlink(missing_ok=True)
+                remove_empty(created)
     finally:
         os.close(fd)  # releases the lock
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from deepbandits._io import missing_folders, remove_empty
 from deepbandits.cli.errors import CommandLineError, describe
 from deepbandits.errors import InputValueError
 
@@ -95,9 +96,12 @@ def parse_checkpoints(text: str) -> list[int]:
 
 def check_writable(folder: Path, flag: str = "--out") -> Path:
     """Create ``folder`` and write and delete a small file in it, so that an output folder that
-    cannot be written is refused before any computation starts; returns ``folder``."""
+    cannot be written is refused before any computation starts; returns ``folder``. The folders
+    it created are removed again: the command creates them when it writes, so a command refused
+    after this check leaves nothing behind."""
     if folder.exists() and not folder.is_dir():
         raise InputValueError(f"{flag} {str(folder)!r} is a file, not a folder")
+    created = missing_folders(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".deepbandits-probe-") as probe:
@@ -107,6 +111,8 @@ def check_writable(folder: Path, flag: str = "--out") -> Path:
         raise InputValueError(
             f"{flag} {str(folder)!r} is not a writable folder: {describe(exc)}"
         ) from None
+    finally:
+        remove_empty(created)
     return folder
 
 

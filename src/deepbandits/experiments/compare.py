@@ -149,8 +149,8 @@ def compare(
     owned = executor is None
     executor = LocalExecutor(jobs, progress=progress) if owned else executor
     try:
+        check_specs(policy_specs, env_spec, T, device, executor)  # before out is created
         with folder_lock(out):
-            check_specs(policy_specs, env_spec, T, device, executor)
             every = [
                 Job(
                     spec,
