@@ -178,6 +178,25 @@ def test_features_and_categorical_by_position(tmp_path):
         read_table(path, -1, features=[2, "2"])
 
 
+def test_a_name_over_a_column_of_categories_is_a_header(tmp_path):
+    # letter-recognition as published: the letter first, then 16 numbers, under a line that
+    # names the letter's column and numbers the others (issue 49 §1: the first line read as
+    # data made a class "Letter" of one row)
+    rng = np.random.default_rng(0)
+    letters = rng.choice(list("ABCDEFGH"), 40)
+    rows = [",".join([str(c), *map(str, rng.integers(0, 16, 16))]) for c in letters]
+    path = write(
+        tmp_path / "letter-recognition.data",
+        rows,
+        "Letter," + ",".join(str(i) for i in range(1, 17)),
+    )
+    table = read_table(path, 0)
+    assert table.X.shape == (40, 16)
+    assert sorted(set(table.y)) == sorted(set(letters))
+    assert table.label == "Letter"
+    assert "header: yes (detected)" in table.describe()
+
+
 def test_explicit_header_choices(tmp_path, capsys):
     # numbers as column names: "auto" takes the line for data, header="first" names the columns
     X, y = measurements()
@@ -186,10 +205,23 @@ def test_explicit_header_choices(tmp_path, capsys):
     assert named.columns == ["2019", "2020", "2021", "2022"]
     np.testing.assert_array_equal(named.X, X)
     assert "header: yes (given)" in named.describe()
-    # a first line with numbers in it is data: the summary shows the extra row and class
-    guessed = read_table(path, -1)
+    # "auto" reads it as a header too: its text names the column of classes below it
+    assert read_table(path, -1).columns == ["2019", "2020", "2021", "2022"]
+    # a first line with numbers in it and a class that is one of the others is data
+    X2, y2 = X.copy(), y.copy()
+    X2[0] = [2019, 2020, 2021, 2022]
+    data = write(tmp_path / "data.csv", lines(X2, y2, ","))
+    guessed = read_table(data, -1)
     np.testing.assert_array_equal(guessed.X[0], [2019, 2020, 2021, 2022])
-    assert "31 rows, 4 features, 4 classes (label column '4'); header: no" in guessed.describe()
+    assert "30 rows, 4 features, 3 classes (label column '4'); header: no" in guessed.describe()
+    # ... and so is one of measurements whose class no other line has
+    X2[0], y2[0] = [1.5, 2.5, 3.5, 4.5], "Iris-rare-one"
+    rare = write(tmp_path / "rare.csv", lines(X2, y2, ","))
+    assert "31 rows" not in read_table(rare, -1).describe()
+    assert (
+        "30 rows, 4 features, 4 classes (label column '4'); header: no"
+        in read_table(rare, -1).describe()
+    )
     # header="none" (None too, as the command line's header=none) on a file with a header
     plain = write(tmp_path / "plain.csv", lines(X, y, ","), "a,b,c,d,kind")
     with pytest.raises(TableError, match=r"column '0' is numeric, but row 0 .*holds 'a'"):
