@@ -1,14 +1,113 @@
 """The frictions of the command line that issue 49 §3 names beside those of ``ope``
-(``test_ope_frictions.py``), each pinned by a test that failed before its fix: a refused command
-leaves no output folder and no lock file behind (§3.7)."""
+(``test_ope_frictions.py``), each pinned by a test that failed before its fix: ``serve`` refuses
+at start a policy that needs a reward range and has none, with the command line's spelling of
+the fix (§3.3); a refused command leaves no output folder and no lock file behind (§3.7)."""
 
 from __future__ import annotations
 
+import argparse
+
+import numpy as np
 import pytest
 
 from deepbandits._io import LOCK_NAME, folder_lock
 from deepbandits.cli import main
 from deepbandits.errors import InputValueError
+from serve_support import running
+
+
+# ---------------------------------------------------------------- §3.3 serve without a range
+@pytest.fixture
+def served(monkeypatch):
+    """``serve`` returns at once instead of serving until stopped (what it would have served is
+    in the list)."""
+    import deepbandits.serve.server as server
+
+    calls = []
+    monkeypatch.setattr(server, "run", lambda app, sock: calls.append(app))
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("spec", "fixed"),
+    [
+        ("neural-sigma2-linucb", "neural-sigma2-linucb:reward_range=[0,1]"),
+        ("sigma2-linucb:alpha=0.5", "sigma2-linucb:alpha=0.5,reward_range=[0,1]"),
+        ("range-mse:hidden=8", "range-mse:hidden=8,reward_range=[0,1]"),
+    ],
+)
+def test_serve_refuses_a_policy_without_the_reward_range_it_needs(
+    spec, fixed, served, tmp_path, capsys
+):
+    state = tmp_path / "state"
+    assert main(["serve", "--policy", spec, "--state", str(state), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"deepbandits: error: --policy {spec} needs the range [a, b]")
+    assert f"--policy '{fixed}'" in err and "Traceback" not in err
+    assert not served and not state.exists()
+
+
+def test_serve_refuses_a_checkpoint_saved_without_the_reward_range(served, tmp_path, capsys):
+    from deepbandits.policies import make_policy
+
+    make_policy("sigma2-linucb", seed=0).save(tmp_path / "policy.pt")
+    argv = ["serve", "--checkpoint", str(tmp_path / "policy.pt"), "--port", "0"]
+    assert main([*argv, "--state", str(tmp_path / "state")]) == 2
+    err = capsys.readouterr().err
+    assert "its policy, sigma2-linucb, needs the range [a, b]" in err
+    assert "--policy 'sigma2-linucb:reward_range=[0,1]'" in err
+    assert not served and not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "neural-sigma2-linucb:reward_range=[0,1],hidden=8",
+        "neural-sigma2-linucb:variance=oracle,hidden=8",  # takes each reward's σ² instead
+        "linucb",
+    ],
+)
+def test_serve_starts_a_policy_that_has_or_needs_no_reward_range(spec, served, tmp_path, capsys):
+    state = tmp_path / "state"
+    assert main(["serve", "--policy", spec, "--state", str(state), "--port", "0"]) == 0
+    assert len(served) == 1 and "warning" not in capsys.readouterr().err
+
+
+def test_an_existing_folder_without_a_range_is_served_with_a_warning(served, tmp_path, capsys):
+    """Its specification cannot change: it is served, and told what its rewards need."""
+    from deepbandits.serve.state import ServiceState
+
+    ServiceState(tmp_path / "state", policy="sigma2-linucb:seed=0").close()
+    assert main(["serve", "--state", str(tmp_path / "state"), "--port", "0"]) == 0
+    err = capsys.readouterr().err
+    assert len(served) == 1
+    assert "deepbandits: warning: this service's policy, sigma2-linucb:seed=0, bounds" in err
+
+
+def test_a_reward_without_a_range_is_refused_with_the_service_s_advice(tmp_path):
+    """The 422 of a service built from Python: what to send, or how to serve it instead."""
+    X = np.random.default_rng(0).normal(size=(3, 2))
+    with running(tmp_path / "state", "sigma2-linucb:seed=0") as (_, client):
+        decision = client.decide(X)
+        with pytest.raises(InputValueError) as refused:
+            client.learn(decision, 0.5)
+        message = str(refused.value)
+        assert '"reward_range": [a, b]' in message and "POST /v1/reward" in message
+        assert "deepbandits serve --policy 'sigma2-linucb:seed=0,reward_range=[a,b]'" in message
+        assert "update()" not in message  # not the advice for a policy in Python
+        assert client.learn(decision, 0.5, reward_range=(0.0, 1.0))["rewards_learned"] == 1
+
+
+def test_the_range_check_leaves_the_folder_of_another_policy_to_the_service(tmp_path):
+    from deepbandits.cli.serve import refuse_without_reward_range
+    from deepbandits.serve.state import ServiceState
+
+    ServiceState(tmp_path / "state", policy="linucb:seed=0").close()
+    args = argparse.Namespace(policy="sigma2-linucb", checkpoint=None, state=tmp_path / "state")
+    refuse_without_reward_range(args)  # the service says the folder serves another policy
+
+
+# ---------------------------------------------------------------- §3.7 nothing left behind
 
 #: Commands refused after their output folder is checked (``--out`` is added to each).
 REFUSED = {

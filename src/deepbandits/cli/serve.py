@@ -143,9 +143,48 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def refuse_without_reward_range(args: argparse.Namespace) -> None:
+    """Refuse, before a new state folder is made, a policy that bounds each reward's variance
+    by the reward range (``variance='range'``) and is given none: the service would start, then
+    refuse every reward that does not bring its own range. An existing folder's policy is left
+    to :func:`serve_command`'s warning (its specification cannot change)."""
+    if args.policy is None and args.checkpoint is None:
+        return
+    if any((args.state / sub / "service.json").exists() for sub in (".", "replica-0")):
+        return
+    from deepbandits.policies import load_policy, make_policy
+    from deepbandits.serve.state import lacks_reward_range, with_reward_range
+    from deepbandits.specs import parse_spec
+
+    needs = (
+        "needs the range [a, b] of the rewards (it bounds each reward's variance by it: "
+        "variance='range')"
+    )
+    refused = "so every reward that does not bring its own range would be refused"
+    if args.policy is not None:
+        name, params = parse_spec(args.policy)
+        if not lacks_reward_range(make_policy(name, **params)):
+            return
+        raise InputValueError(
+            f"--policy {args.policy.strip()} {needs}, but none is given, {refused}; give it in "
+            f"the specification, e.g. --policy '{with_reward_range(args.policy, '[0,1]')}' for "
+            "rewards between 0 and 1"
+        )
+    policy = load_policy(args.checkpoint)
+    if not lacks_reward_range(policy):
+        return
+    name = policy.registry_name() or type(policy).__name__
+    raise InputValueError(
+        f"--checkpoint {args.checkpoint}: its policy, {name}, {needs}, but was saved without "
+        f"one, {refused}; save it built with reward_range=(a, b), or serve --policy "
+        f"'{with_reward_range(name, '[0,1]')}' (rewards between 0 and 1) instead"
+    )
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """``deepbandits serve``: open (or create) the state folder, recover it, and serve it until
     SIGINT or SIGTERM; a checkpoint is written on the way out."""
+    refuse_without_reward_range(args)
     if args.backend == "ray":
         from deepbandits.serve.ray_run import serve_ray
 
@@ -153,7 +192,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from deepbandits.serve.app import create_app
     from deepbandits.serve.guard import loopback_hosts
     from deepbandits.serve.server import bind, is_loopback, run, url_of
-    from deepbandits.serve.state import ServiceState
+    from deepbandits.serve.state import ServiceState, lacks_reward_range, no_reward_range
 
     token = args.token if args.token is not None else os.environ.get("DEEPBANDITS_TOKEN") or None
     if token is not None and not token.strip():
@@ -190,6 +229,8 @@ def serve_command(args: argparse.Namespace) -> int:
         )
         for note in state.notes:
             print(f"deepbandits: recovered: {note}", file=sys.stderr)
+        if lacks_reward_range(state.policy):
+            print(f"deepbandits: warning: {no_reward_range(state.spec)}", file=sys.stderr)
         if not is_loopback(args.host) and token is None:
             print(
                 f"deepbandits: warning: {args.host} is reachable from other machines and no "
