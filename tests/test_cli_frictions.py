@@ -174,3 +174,70 @@ def test_a_lock_file_removed_by_its_holder_is_not_taken(tmp_path, monkeypatch):
         (out / "result.csv").write_text("x\n")
         assert len(opened) == 2
         assert (out / LOCK_NAME).read_text().strip().isdigit()
+
+
+# ---------------------------------------------------------------- §3.9 report and tune
+@pytest.fixture(scope="module")
+def classified(tmp_path_factory):
+    """A comparison on a classification bandit (a small table, 3 classes) and its report."""
+    import pandas as pd
+
+    from deepbandits.experiments.compare import compare
+    from deepbandits.report import build_report
+
+    root = tmp_path_factory.mktemp("classified")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    table = pd.DataFrame(X, columns=list("abcd")).assign(y=np.argmax(X[:, :3], axis=1))
+    table.to_csv(root / "table.csv", index=False)
+    env = f"table:path={root / 'table.csv'},label=y"
+    summary = compare(["linucb", "sigma2-linucb"], env, [0, 1], 80, root / "out", progress=False)
+    page, _ = build_report(root / "out", root / "report")
+    return summary, page, root / "report" / "out"
+
+
+def test_the_html_report_has_the_accuracy_and_unplayed_arm_columns(classified):
+    import pandas as pd
+
+    summary, page, folder = classified
+    html = page.read_text()
+    for heading in (
+        "accuracy, last 1000",
+        "arms never played, last 1000",
+        "of them locked out (best in ≥ 1 % of those rounds)",
+    ):
+        assert f"<th>{heading}" in html
+    reported = pd.read_csv(folder / "summary.csv").set_index("policy")
+    printed = summary.set_index("policy")
+    np.testing.assert_allclose(reported["accuracy_last_mean"], printed["accuracy_last"])
+    np.testing.assert_allclose(reported["unplayed_arms_mean"], printed["unplayed_arms_mean"])
+    np.testing.assert_allclose(reported["locked_out_arms_mean"], printed["locked_out_arms_mean"])
+    runs = pd.read_csv(folder / "runs.csv")
+    assert runs["accuracy_last"].between(0, 1).all() and runs["unplayed_arms"].between(0, 3).all()
+
+
+def test_a_report_without_classification_has_no_such_columns(tmp_path):
+    from deepbandits.experiments.compare import compare
+    from deepbandits.report import build_report
+
+    compare(["linucb"], "h1", [0], 30, tmp_path / "out", progress=False)
+    page, _ = build_report(tmp_path / "out", tmp_path / "report")
+    assert "accuracy, last" not in page.read_text()
+    assert "accuracy_last_mean" not in (tmp_path / "report" / "out" / "summary.csv").read_text()
+
+
+def test_tune_prints_a_compare_command_with_an_output_folder(tmp_path, capsys, monkeypatch):
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "tuned dir"
+    args = ["tune", "--policy", "linucb", "--env", "h1", "--T", "30", "--tuning-seeds", "100"]
+    args += ["--eval-seeds", "0", "--trials", "2", "--search", "alpha", "--out", str(out)]
+    assert main([*args, "--no-progress"]) == 0
+    line = next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("deepbandits ")
+    )
+    argv = shlex.split(line.partition("#")[0])
+    assert argv[argv.index("--out") + 1] == str(out / "best")
+    assert main([*argv[1:], "--no-progress"]) == 0  # the command as printed runs
+    assert (out / "best" / "summary.csv").exists() and not (tmp_path / "results").exists()

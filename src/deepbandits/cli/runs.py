@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from contextlib import closing
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def tune_command(args: argparse.Namespace) -> int:
     )
     print(
         f'deepbandits compare --policy "{result.best_spec}" --env "{args.env}" --T {args.T} '
-        f"--seeds {eval_seeds}   # accepts it"
+        f"--seeds {eval_seeds} --out {shlex.quote(str(out / 'best'))}   # accepts it"
     )
     if result.verdict is not None:
         print(f"\n{'' if result.verdict.beats_untuned else 'note: '}{result.verdict.message}")

@@ -196,13 +196,35 @@ def compare(
 SUMMARY_WINDOW = 1000
 
 
+def classification_metrics(run: RunResult) -> dict[str, float] | None:
+    """On a classification bandit, the run's accuracy over its last :data:`SUMMARY_WINDOW`
+    rounds (``accuracy_last``), the arms never played in them (``unplayed_arms``) and, of those,
+    the arms locked out while they paid (``locked_out_arms``; NaN for a run saved before the
+    ``best_arm`` column); None on another environment."""
+    env = run.config.get("env", {})
+    n_arms = env.get("params", {}).get("n_arms")
+    if env.get("class") != "ClassificationEnv" or n_arms is None:
+        return None
+    arms = run.records["arm"]
+    return {
+        "accuracy_last": window_accuracy(run.records["regret"], SUMMARY_WINDOW),
+        "unplayed_arms": float(unplayed_arms(arms, n_arms, SUMMARY_WINDOW)),
+        "locked_out_arms": float(
+            locked_out_arms(arms, run.records["best_arm"], n_arms, SUMMARY_WINDOW)
+            if "best_arm" in run.records
+            else np.nan
+        ),
+    }
+
+
 def summarize(results: dict[str, list[RunResult]]) -> pd.DataFrame:
     """Final cumulative regret mean ± std over seeds and mean wall time, per policy. For
     classification bandits, also the accuracy over the
     last :data:`SUMMARY_WINDOW` rounds and the number of arms never played in them (mean over
-    seeds, and the worst seed's count). ``explored_share_mean``: the share of rounds that
-    played an arm other than a greedy one (:func:`~deepbandits.metrics.exploration_split`;
-    NaN for runs saved before the ``mean_gap`` column)."""
+    seeds, and the worst seed's count; :func:`classification_metrics`). ``explored_share_mean``:
+    the share of rounds that played an arm other than a greedy one
+    (:func:`~deepbandits.metrics.exploration_split`; NaN for runs saved before the ``mean_gap``
+    column)."""
     rows = []
     for spec, runs in results.items():
         final = np.array([r.final_regret for r in runs])
@@ -223,22 +245,14 @@ def summarize(results: dict[str, list[RunResult]]) -> pd.DataFrame:
                 ]
             ),
         }
-        env = runs[0].config.get("env", {})
-        n_arms = env.get("params", {}).get("n_arms")
-        if env.get("class") == "ClassificationEnv" and n_arms is not None:
-            acc = [window_accuracy(r.records["regret"], SUMMARY_WINDOW) for r in runs]
-            dead = [unplayed_arms(r.records["arm"], n_arms, SUMMARY_WINDOW) for r in runs]
-            locked = [
-                locked_out_arms(r.records["arm"], r.records["best_arm"], n_arms, SUMMARY_WINDOW)
-                if "best_arm" in r.records
-                else np.nan
-                for r in runs
-            ]
+        per_run = [classification_metrics(r) for r in runs]
+        if all(m is not None for m in per_run):
+            metrics = pd.DataFrame(per_run)
             row.update(
-                accuracy_last=float(np.mean(acc)),
-                unplayed_arms_mean=float(np.mean(dead)),
-                unplayed_arms_max=int(np.max(dead)),
-                locked_out_arms_mean=float(np.mean(locked)),
+                accuracy_last=float(metrics["accuracy_last"].mean(skipna=False)),
+                unplayed_arms_mean=float(metrics["unplayed_arms"].mean()),
+                unplayed_arms_max=int(metrics["unplayed_arms"].max()),
+                locked_out_arms_mean=float(metrics["locked_out_arms"].mean(skipna=False)),
             )
         rows.append(row)
     return pd.DataFrame(rows)

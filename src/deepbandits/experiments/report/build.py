@@ -54,6 +54,7 @@ from deepbandits.experiments.report.render import (
     to_markdown,
 )
 from deepbandits.experiments.report.tables import (
+    CLASSIFICATION_METRICS,
     METRICS,
     holdout_cal2_table,
     paired_table,
@@ -65,11 +66,14 @@ from deepbandits.metrics import DEFAULT_LEVELS
 
 
 def summary_block(summary: pd.DataFrame) -> Block:
-    """The summary over seeds as a table: mean ± std of every metric of :data:`METRICS`."""
-    header = ["policy", "seeds", "T"] + [h for _, h in METRICS]
+    """The summary over seeds as a table: mean ± std of every metric of :data:`METRICS`, and on
+    a classification bandit of :data:`CLASSIFICATION_METRICS` (accuracy, arms never played and
+    locked out over the last rounds) where the summary has them."""
+    metrics = [*METRICS, *((k, h) for k, h in CLASSIFICATION_METRICS if f"{k}_mean" in summary)]
+    header = ["policy", "seeds", "T"] + [h for _, h in metrics]
     rows = [
         [r["policy"], str(r["seeds"]), str(r["T"])]
-        + [pm(r[f"{k}_mean"], r[f"{k}_std"]) for k, _ in METRICS]
+        + [pm(r[f"{k}_mean"], r[f"{k}_std"]) for k, _ in metrics]
         for r in summary.to_dict("records")
     ]
     return ("table", (header, rows))

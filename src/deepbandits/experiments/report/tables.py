@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from deepbandits.experiments.compare import SUMMARY_WINDOW, classification_metrics
 from deepbandits.experiments.report.load import Comparison
 from deepbandits.experiments.storage import RunResult
 from deepbandits.metrics import (
@@ -21,8 +22,10 @@ from deepbandits.metrics import (
 )
 
 #: Metric columns of the per-run table (:func:`run_table`, the report's ``runs.csv``): those of
-#: :func:`~deepbandits.metrics.run_metrics`, cal₂ at the last checkpoint, wall time and seconds
-#: per 100 rounds of selection and of update + training.
+#: :func:`~deepbandits.metrics.run_metrics`, cal₂ at the last checkpoint, wall time, seconds
+#: per 100 rounds of selection and of update + training, and on a classification bandit the
+#: accuracy and the arms never played (and locked out) over the last rounds
+#: (:func:`~deepbandits.experiments.compare.classification_metrics`; NaN on another).
 RUN_METRICS: tuple[str, ...] = (
     "final_regret",
     "cumulative_reward",
@@ -36,6 +39,9 @@ RUN_METRICS: tuple[str, ...] = (
     "wall_seconds",
     "select_s_per_100",
     "update_s_per_100",
+    "accuracy_last",
+    "unplayed_arms",
+    "locked_out_arms",
 )
 
 #: Summary columns (mean and std over seeds, :func:`summary_table`): (key in
@@ -49,6 +55,17 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("explored_share", "share of rounds explored"),
     ("wall_seconds", "wall time (s)"),
 )
+
+#: Summary columns of a classification bandit (:func:`summary_table` has them when a run has
+#: a value), as the summary of ``compare`` and its printed table name them.
+CLASSIFICATION_METRICS: tuple[tuple[str, str], ...] = (
+    ("accuracy_last", f"accuracy, last {SUMMARY_WINDOW} ↑"),
+    ("unplayed_arms", f"arms never played, last {SUMMARY_WINDOW}"),
+    ("locked_out_arms", "of them locked out (best in ≥ 1 % of those rounds)"),
+)
+
+#: The keys of :data:`CLASSIFICATION_METRICS`.
+CLASSIFIED: tuple[str, ...] = tuple(key for key, _ in CLASSIFICATION_METRICS)
 
 
 def seconds_per_100(records: pd.DataFrame, columns: Iterable[str]) -> float:
@@ -80,6 +97,7 @@ def run_table(comp: Comparison, levels: ArrayLike | None = None) -> pd.DataFrame
             row["wall_seconds"] = float(r.config.get("wall_seconds", np.nan))
             row["select_s_per_100"] = seconds_per_100(r.records, ["time_select"])
             row["update_s_per_100"] = seconds_per_100(r.records, ["time_update", "time_train"])
+            row.update(classification_metrics(r) or dict.fromkeys(CLASSIFIED, np.nan))
             rows.append(row)
     return pd.DataFrame(rows, columns=["policy", "seed", "T", *RUN_METRICS])
 
@@ -142,13 +160,27 @@ def holdout_cal2_table(comp: Comparison, levels: NDArray[np.float64]) -> pd.Data
     return pd.DataFrame(rows, columns=["policy", "checkpoint", "mean", "std"])
 
 
+def summary_metrics(per_run: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """The summary's metrics for ``per_run``: :data:`METRICS`, then those of
+    :data:`CLASSIFICATION_METRICS` that a run has a value of (runs on a classification
+    bandit)."""
+    present = tuple(
+        (key, heading)
+        for key, heading in CLASSIFICATION_METRICS
+        if key in per_run and np.isfinite(per_run[key].to_numpy(dtype=float)).any()
+    )
+    return METRICS + present
+
+
 def summary_table(per_run: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over seeds of every metric, one row per policy (in run order); a metric
-    ``per_run`` lacks (a table written before it existed) is NaN."""
+    ``per_run`` lacks (a table written before it existed) is NaN. The metrics of a
+    classification bandit (:data:`CLASSIFICATION_METRICS`) are columns when a run has them."""
     rows = []
+    metrics = summary_metrics(per_run)
     for label, g in per_run.groupby("policy", sort=False):
         row: dict[str, Any] = {"policy": label, "seeds": len(g), "T": int(g["T"].max())}
-        for key, _ in METRICS:
+        for key, _ in metrics:
             values = g[key].to_numpy(dtype=float) if key in g else np.array([np.nan])
             finite = values[np.isfinite(values)]
             m, s = mean_std(finite) if finite.size else (np.nan, np.nan)
