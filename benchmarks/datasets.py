@@ -1,6 +1,7 @@
 """Real-dataset benchmark (not a test): ``python benchmarks/datasets.py [--quick]``.
 
-Reads the datasets from ``$DEEPBANDITS_DATA`` (e.g. ``DEEPBANDITS_DATA=../shared/data``) and
+Reads the datasets from the data directory (``$DEEPBANDITS_DATA``, else
+``~/.cache/deepbandits/data``; missing files are downloaded when online) and
 prints two Markdown tables:
 
 * load time of each dataset: cold (parsing the canonical files into a fresh cache folder) and

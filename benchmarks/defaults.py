@@ -50,7 +50,7 @@ takes many minutes (hundreds of 1000-step trainings on a 784·10 or 3072·10 inp
 LinUCB on CIFAR-10 several minutes (ten 3072 × 3072 ridge inverses). Leave them out with
 ``--envs``::
 
-    export DEEPBANDITS_DATA=/work/shared/data
+    export DEEPBANDITS_DATA=/path/to/data     # optional: default ~/.cache/deepbandits/data
     python benchmarks/defaults.py --jobs 2 \\
         --envs h1,h2,h3,digits,synth26,synth2,shuttle,covertype      # everything but the slow two
     python benchmarks/defaults.py --jobs 2 --envs mnist,cifar10       # later: the slow two

@@ -1,7 +1,9 @@
 """The frictions of the command line that issue 49 §3 names beside those of ``ope``
 (``test_ope_frictions.py``), each pinned by a test that failed before its fix: ``serve`` refuses
 at start a policy that needs a reward range and has none, with the command line's spelling of
-the fix (§3.3); a refused command leaves no output folder and no lock file behind (§3.7)."""
+the fix (§3.3); a refused command leaves no output folder and no lock file behind (§3.7); the
+report has the accuracy and unplayed-arm columns of a classification bandit, and ``tune``'s
+follow-up command has an output folder (§3.9). §3.8 (the pages) is ``test_doc_claims.py``."""
 
 from __future__ import annotations
 
