@@ -17,7 +17,7 @@ import pytest
 
 from deepbandits.cli import main
 from deepbandits.client import ServiceClient
-from serve_support import LINUCB, contexts_stream, reward_of, running
+from serve_support import LINUCB, NEURAL, contexts_stream, reward_of, running
 
 
 def test_export_log_round_trip(tmp_path, capsys):
@@ -98,3 +98,45 @@ def test_serve_runs_as_a_process_and_stops_with_a_checkpoint(tmp_path):
     assert "stopped; checkpoint at event 10" in err
     sidecar = json.loads((folder / "checkpoints" / "ckpt-000000000010.json").read_text())
     assert sidecar["seq"] == 10 and sidecar["rewards_learned"] == 5
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+def test_ctrl_c_stops_a_neural_service_and_its_training_process_without_a_traceback(tmp_path):
+    # Ctrl-C at a terminal sends SIGINT to the whole process group: the server and its
+    # training process; the child printed a KeyboardInterrupt traceback from its read
+    folder = tmp_path / "s"
+    argv = [sys.executable, "-m", "deepbandits", "serve", "--policy", NEURAL]
+    argv += ["--state", str(folder), "--port", "0"]
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = process.stderr.readline()  # type: ignore[union-attr]
+        url = re.search(r"on (http://127\.0\.0\.1:\d+) ", line)
+        assert url, line
+        with ServiceClient(url[1]) as client:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    client.health()
+                    break
+                except Exception:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+            for X in contexts_stream(8, 20):  # train_start=20: one training
+                d = client.decide(X)
+                client.learn(d, reward_of(X, d.arm))
+            # a training answered: the child's imports are done and it waits on its input
+            while client.health()["trainings"] < 1:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    stopped = re.search(r"stopped; checkpoint at event (\d+) in ", err)
+    assert stopped and int(stopped[1]) >= 40, err  # 40 events, and the trainings'
+    sidecar = json.loads((folder / "checkpoints" / f"ckpt-{int(stopped[1]):012d}.json").read_text())
+    assert sidecar["rewards_learned"] == 20

@@ -8,7 +8,10 @@ pools and the server's threads. Requests and answers are pickles in length-prefi
 the child's stdin and stdout, between two processes of the same program (nothing from outside
 is unpickled; the state folder holds no pickles). The child runs torch and BLAS on the parent's
 thread count, at a lower scheduling priority (``nice`` +:data:`NICE`), and exits when its
-parent is gone, even after ``kill -9``.
+parent is gone, even after ``kill -9``. It ignores SIGINT, from its first line on: a Ctrl-C at
+a terminal reaches the whole process group, and the parent owns the shutdown (it ends its
+trainings, writes its checkpoint, then closes the child's input), where the child would
+otherwise print a ``KeyboardInterrupt`` traceback from whatever line it was on.
 
 A child can hang (a deadlock in a library, a stopped process): a call takes a time limit after
 which the child is killed, which ends the call's blocked write or read, and the next call starts
@@ -20,6 +23,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -38,7 +42,11 @@ NICE = 10
 #: Seconds between two looks of the training process at whether its parent still runs.
 PARENT_CHECK_SECONDS = 1.0
 _LENGTH = struct.Struct("<Q")
-_CHILD = "from deepbandits.serve.trainer_process import main; main()"
+#: The child's program: SIGINT ignored before anything else (module notes), then :func:`main`.
+_CHILD = (
+    "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "from deepbandits.serve.trainer_process import main; main()"
+)
 
 
 def _write(stream: IO[bytes], data: bytes) -> None:
@@ -172,6 +180,7 @@ class _Watchdog:
 def main() -> None:
     """The child: set up (module notes), then answer frames until the input closes."""
     parent, threads = int(sys.argv[1]), int(sys.argv[2])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # already, by _CHILD; the parent owns shutdown
     torch.set_num_threads(threads)
     threadpool_limits(limits=threads, user_api="blas")  # for the life of the process
     try:
