@@ -368,3 +368,86 @@ def test_delimiter_given(tmp_path):
     np.testing.assert_array_equal(table.X, X)
     assert re.search(r"delimiter: semicolon \(given\)$", table.describe())
     assert read_table(path, -1, delimiter=";").layout.delimiter == "semicolon"
+
+
+# UCI's segmentation.test and others open with notes: ';;; ...' lines, or '# ...'
+COMMENTED = ";;; Image segmentation, test part (UCI)\n;;; 30 rows, 4 attributes, class last\n\n"
+
+
+def test_comment_lines_read_with_comment_from_python_and_the_command_line(tmp_path, capsys):
+    X, y = measurements()
+    rows = lines(X, y, ",")
+    rows[3] += "  ; a note at the end of a row"
+    rows.insert(10, ";;; a note between rows")
+    path = tmp_path / "segmentation.test"
+    path.write_text(COMMENTED + "\n".join(rows) + "\n")
+    for comment in (";", "semicolon"):
+        table = read_table(path, -1, comment=comment)
+        np.testing.assert_array_equal(table.X, X)
+        assert table.y.tolist() == y.tolist()
+        assert table.describe().endswith("delimiter: comma (detected); comments: ';' (given)")
+    env = db.make_env("table", path=str(path), label=-1, comment=";", seed=0, preprocess="none")
+    np.testing.assert_array_equal(env.X, X)
+    assert env.get_params()["comment"] == ";"
+    # the command line: 'comment=;' (quote the spec in a shell) or 'comment=semicolon'
+    for spelling in (";", "semicolon"):
+        out = tmp_path / f"out-{spelling}"
+        args = ["--policy", "linucb", "--T", "20", "--seeds", "0", "--out", str(out)]
+        spec = f"table:path={path},label=-1,comment={spelling}"
+        assert main(["run", "--env", spec, *args, "--no-progress"]) == 0
+        printed = capsys.readouterr().out
+        assert f"read {str(path)!r}: {N} rows, 4 features, 3 classes" in printed
+        assert "comments: ';' (given)" in printed
+        config = json.loads((out / "linucb" / "seed_0.json").read_text())
+        assert config["env"]["params"]["n_samples"] == N
+    # comments below the first lines are an error without comment=, which it advises
+    with pytest.raises(TableError, match=r"pass comment=semicolon$"):
+        read_table(path, -1)
+
+
+@pytest.mark.parametrize("mark", [";;;", "#", "# "])
+def test_a_block_of_comments_before_the_table_is_skipped(tmp_path, mark):
+    X, y = measurements()
+    notes = f"{mark} Notes, as published\n\n{mark} 30 rows; class last\n"
+    for name, sep, delimiter in [("notes.data", ",", "comma"), ("notes.dat", " ", "whitespace")]:
+        path = tmp_path / name
+        path.write_text(notes + "\n".join(lines(X, y, sep)) + "\n")
+        table = read_table(path, -1)
+        np.testing.assert_array_equal(table.X, X)
+        assert table.describe() == (
+            summary_of(path, False, delimiter, "4")
+            + "; first 3 lines skipped as comments (detected)"
+        )
+        assert table.provenance()["skipped_lines"] == 3
+    # the line above the rows may be their header, written as a comment: not skipped
+    named = write(tmp_path / "named.csv", lines(X, y, ","), "#a,b,c,d,species")
+    assert read_table(named, "species").columns == ["#a", "b", "c", "d"]
+    # the mark again below the block: comment= says how to read the file, as the error advises
+    rows = lines(X, y, ",")
+    rows.insert(5, "# a note between rows")
+    below = tmp_path / "below.data"
+    below.write_text("# one\n# two\n" + "\n".join(rows) + "\n")
+    with pytest.raises(TableError, match=r"pass comment=#$"):
+        read_table(below, -1)
+    np.testing.assert_array_equal(read_table(below, -1, comment="#").X, X)
+
+
+def test_comment_mistakes_are_the_librarys_own(tmp_path):
+    X, y = measurements()
+    path = write(tmp_path / "uci.data", lines(X, y, ","))
+    for bad in ["##", "x", "1", " ", "", 3, ["#"]]:
+        with pytest.raises(
+            TableError,
+            match=rf"comment must be the one character .* {re.escape(repr(bad))} is given",
+        ):
+            read_table(path, -1, comment=bad)
+    with pytest.raises(TableError, match="comment and delimiter must differ, but both are ','"):
+        read_table(path, -1, comment=",", delimiter="comma")
+    parquet = tmp_path / "t.parquet"
+    pd.DataFrame({"a": X[:, 0], "y": y}).to_parquet(parquet)
+    with pytest.raises(TableError, match="comment are for text files"):
+        read_table(parquet, "y", comment="#")
+    only = tmp_path / "only.data"
+    only.write_text(";;; nothing but notes\n;;; here\n")
+    with pytest.raises(TableError, match="holds nothing but comments"):
+        read_table(only, -1, comment=";")

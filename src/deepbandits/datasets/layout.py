@@ -27,6 +27,15 @@ Header (``header="auto"``, the default)
     recurs in its column below (a column's name is not one of its values). Otherwise (text
     over columns mixing text and numbers) it is data. ``header="first"`` or ``header="none"``
     decides instead.
+Comments (``comment=None``, the default, skips a leading block of them)
+    Lines before the table that start with ``#`` or ``;;`` (UCI's ``;;; ...`` notes) are
+    skipped when that is unambiguous: every one starts with the same mark, no line below them
+    in the sample starts with it, and the last of them, its mark taken off, does not split
+    into as many fields as the rows below (``# a,b,class`` may be their header, written as a
+    comment: then nothing is skipped).
+    ``comment="#"`` (one character, or a name of :data:`COMMENTS`) decides instead: as in
+    pandas, the rest of any line from that character is ignored, a line that starts with it
+    is skipped wherever it is, and no leading block is skipped otherwise.
 """
 
 from __future__ import annotations
@@ -60,6 +69,14 @@ DELIMITERS: dict[str, str] = {
 #: What ``header=`` accepts: detect it, the first line is the header, there is none.
 HEADER_CHOICES = ("auto", "first", "none")
 
+#: Names of comment characters (what ``comment=`` accepts besides the characters themselves;
+#: on the command line ``comment=semicolon`` needs no quoting in the shell).
+COMMENTS: dict[str, str] = {"hash": "#", "semicolon": ";", "percent": "%"}
+
+#: The marks of a block of comment lines before the table, skipped when ``comment`` is not
+#: given (module notes).
+LEADING_COMMENTS = ("#", ";;")
+
 #: Most records and characters of the sample a layout is told from.
 SAMPLE_RECORDS = 50
 SAMPLE_CHARS = 1 << 16
@@ -92,6 +109,11 @@ class Layout:
         ``"gz"``, ``"bz2"``, ``"xz"``, ``"zip"`` (from the suffix), or None.
     delimiter_detected, header_detected : bool
         Whether the delimiter, the header, was detected (rather than given).
+    comment : str or None
+        The comment character given (pandas' ``comment``), or None.
+    skipped_lines : int
+        Lines of the file skipped before the table as a block of comments (detected when
+        ``comment`` is not given; pandas' ``skiprows``), blank lines among them counted.
     """
 
     delimiter: str
@@ -100,6 +122,8 @@ class Layout:
     compression: str | None = None
     delimiter_detected: bool = True
     header_detected: bool = True
+    comment: str | None = None
+    skipped_lines: int = 0
 
     @property
     def sep(self) -> str:
@@ -107,8 +131,8 @@ class Layout:
         return r"\s+" if self.delimiter == "whitespace" else DELIMITERS[self.delimiter]
 
     def describe(self) -> str:
-        """``header: no (detected); delimiter: comma (detected)``, with the decimal comma and
-        the compression when there are."""
+        """``header: no (detected); delimiter: comma (detected)``, with the decimal comma, the
+        compression and the comments when there are."""
         header = "yes" if self.header else "no"
         parts = [
             f"header: {header} ({'detected' if self.header_detected else 'given'})",
@@ -118,6 +142,11 @@ class Layout:
             parts.append("decimal comma")
         if self.compression is not None:
             parts.append(f"{self.compression}-compressed")
+        if self.comment is not None:
+            parts.append(f"comments: {self.comment!r} (given)")
+        if self.skipped_lines:
+            lines = "line" if self.skipped_lines == 1 else f"{self.skipped_lines} lines"
+            parts.append(f"first {lines} skipped as comments (detected)")
         return "; ".join(parts)
 
 
@@ -147,6 +176,28 @@ def header_choice(value: Any) -> str:
     raise TableError(
         f"header must be 'auto' (detect it), 'first' (the first line names the columns) or "
         f"'none' (the columns are named by position: '0', '1', ...), but {value!r} is given"
+    )
+
+
+def comment_char(value: Any) -> str | None:
+    """The character of ``comment=``: one character (or a name of :data:`COMMENTS`) that is
+    not a letter, a digit, whitespace or a quote; None to skip a leading block of comments
+    only (module notes)."""
+    if value is None:
+        return None
+    char = COMMENTS.get(value, value) if isinstance(value, str) else None
+    if (
+        isinstance(char, str)
+        and len(char) == 1
+        and char.isprintable()
+        and not (char.isalnum() or char.isspace() or char in "\"'")
+    ):
+        return char
+    names = ", ".join(f"{name} ({char})" for name, char in COMMENTS.items())
+    raise TableError(
+        "comment must be the one character that starts a comment in the file, e.g. '#' or "
+        f"';' (or a name: {names}), or None to skip only a block of '#' or ';;' lines before "
+        f"the table, but {value!r} is given"
     )
 
 
@@ -278,6 +329,63 @@ def _detect_header(records: list[list[str]], decimal: str, missing: frozenset[st
     return len(names) == len(first) and len(set(names)) == len(names) and not recurs
 
 
+def _without_comments(sample: str, comment: str) -> str:
+    """``sample`` with the rest of each line from ``comment`` cut off (as pandas reads it)."""
+    return "\n".join(line.split(comment, 1)[0] for line in sample.split("\n"))
+
+
+def _leading_comments(sample: str, delimiter: str | None, where: str) -> int:
+    """How many lines of ``sample`` a block of comments before the table takes (blank lines
+    among them counted), 0 when there is none or it is ambiguous (module notes)."""
+    lines = sample.split("\n")
+    mark, end = None, 0
+    for i, line in enumerate(lines):
+        text = line.strip()
+        if not text:
+            continue
+        found = next((m for m in LEADING_COMMENTS if text.startswith(m)), None)
+        if found is None:
+            break
+        if mark is not None and found != mark:
+            return 0
+        mark, end = found, i + 1
+    rest = "\n".join(lines[end:])
+    if mark is None or not rest.strip():
+        return 0
+    if any(line.strip().startswith(mark[0]) for line in lines[end:]):
+        return 0  # comments below too: comment= says how to read them
+    try:
+        name = _detect_delimiter(rest, where) if delimiter is None else delimiter
+    except TableError:
+        return 0  # said when the whole sample is looked at
+    fields, _ = _split_evenly(_records(rest, name))
+    last = _records(lines[end - 1].strip().lstrip(mark[0]), name)
+    if last and len(last[0]) == fields:
+        return 0  # the line above the rows may be their header, written as a comment
+    return end
+
+
+def comment_hint(sample: str, layout: Layout) -> str:
+    """``; if '#' starts comments in it, pass comment=#`` for a message about a file read
+    with ``layout`` whose lines below the comments skipped (``sample``: its first lines) start
+    with ``#`` or ``;``, or hold the mark of the comments skipped (a comment at a line's end);
+    else ``""``."""
+    if layout.comment is not None:
+        return ""
+    lines = sample.split("\n")[layout.skipped_lines :]
+    marks = [line.strip()[:1] for line in lines]
+    mark = next((m for m in marks if m in ("#", ";")), None)
+    if mark is None and layout.skipped_lines:
+        skipped = sample.split("\n")[: layout.skipped_lines]
+        first = next(line.strip()[0] for line in skipped if line.strip())
+        mark = first if any(first in line for line in lines) else None
+    if mark is None:
+        return ""
+    return (
+        f"; if {mark!r} starts comments in it, pass comment={'semicolon' if mark == ';' else mark}"
+    )
+
+
 def detect_layout(
     sample: str,
     *,
@@ -286,6 +394,7 @@ def detect_layout(
     compression: str | None,
     na_values: Sequence[str],
     where: str,
+    comment: str | None = None,
 ) -> Layout:
     """The :class:`Layout` of a text table from ``sample``, its first lines (module notes).
 
@@ -303,14 +412,33 @@ def detect_layout(
         Cells that mark a missing value besides pandas' defaults.
     where : str
         The file, for messages.
+    comment : str or None, default=None
+        The comment character (:func:`comment_char`), or None to skip a block of comments
+        before the table only (module notes).
 
     Raises
     ------
     TableError
-        An empty file, or one whose delimiter cannot be told.
+        An empty file, one of nothing but comments, one whose delimiter is its comment
+        character, or one whose delimiter cannot be told.
     """
     if not sample.strip():
         raise TableError(f"{where} is empty")
+    skipped = 0
+    if comment is not None:
+        if delimiter is not None and DELIMITERS[delimiter] == comment:
+            raise TableError(
+                f"comment and delimiter must differ, but both are {comment!r} for {where}"
+            )
+        sample = _without_comments(sample, comment)
+        if not sample.strip():
+            raise TableError(
+                f"{where} holds nothing but comments (lines starting with {comment!r}) in its "
+                "first lines"
+            )
+    else:
+        skipped = _leading_comments(sample, delimiter, where)
+        sample = "\n".join(sample.split("\n")[skipped:])
     detected_delimiter = delimiter is None
     name = _detect_delimiter(sample, where) if delimiter is None else delimiter
     records = _records(sample, name)
@@ -326,13 +454,19 @@ def detect_layout(
         compression=compression,
         delimiter_detected=detected_delimiter,
         header_detected=header == "auto",
+        comment=comment,
+        skipped_lines=skipped,
     )
 
 
 __all__ = [
+    "COMMENTS",
     "DELIMITERS",
     "HEADER_CHOICES",
+    "LEADING_COMMENTS",
     "Layout",
+    "comment_char",
+    "comment_hint",
     "delimiter_name",
     "detect_layout",
     "header_choice",

@@ -11,12 +11,13 @@ each optionally compressed: ``.gz``, ``.bz2``, ``.xz``, ``.zip``) or Parquet (``
 ``.pq``, read by pyarrow). How a text file is laid out is told from its first lines
 (:mod:`deepbandits.datasets.layout`): the delimiter (comma, semicolon, tab, pipe or
 whitespace; ``delimiter=`` gives it), the decimal mark, and whether the first line is a header
-(``header="auto"``; ``"first"`` or ``"none"`` decides). The columns of a file without a header
-are named by their position, ``"0"``, ``"1"``, ...; the label, ``features`` and
-``categorical`` take column names or positions (an ``int``: ``label=0`` is the first column,
-``label=-1`` the last, with or without a header). :meth:`Table.describe` says in one line what
-was read and inferred (rows, features, classes, header, delimiter), so that a wrong guess shows
-at once; the command line prints it.
+(``header="auto"``; ``"first"`` or ``"none"`` decides); a block of ``#`` or ``;;`` comment lines
+before the table is skipped, and ``comment="#"`` (or ``";"``, ...) skips comments anywhere.
+The columns of a file without a header are named by their position, ``"0"``, ``"1"``, ...;
+the label, ``features`` and ``categorical`` take column names or positions (an ``int``:
+``label=0`` is the first column, ``label=-1`` the last, with or without a header).
+:meth:`Table.describe` says in one line what was read and inferred (rows, features, classes,
+header, delimiter), so that a wrong guess shows at once; the command line prints it.
 
 Feature columns must be numeric (booleans count as 0/1) or be listed in ``categorical``, which
 one-hot encodes them (one float column ``name=value`` per distinct value, values in sorted
@@ -143,7 +144,8 @@ class Table:
         ``delimiter``, ``decimal``; None for Parquet), ``label``, the source ``columns``,
         ``categorical`` and the resulting ``features`` (one-hot columns expanded) with their
         number, the line of :meth:`describe` (``summary``); with ``dropna``, how many rows were
-        dropped (``dropped_rows``)."""
+        dropped (``dropped_rows``); with comments, the ``comment`` character given or the
+        ``skipped_lines`` of a block of comments skipped before the table."""
         layout = self.layout
         found = {
             "path": self.path,
@@ -160,6 +162,10 @@ class Table:
         }
         if self.dropped_rows is not None:
             found.update(dropna=True, dropped_rows=self.dropped_rows)
+        if layout is not None and layout.comment is not None:
+            found["comment"] = layout.comment
+        if layout is not None and layout.skipped_lines:
+            found["skipped_lines"] = layout.skipped_lines
         return found
 
 
@@ -308,6 +314,7 @@ def read_table(
     header: str | bool | None = "auto",
     delimiter: str | None = None,
     na_values: Sequence[str] | None = None,
+    comment: str | None = None,
     check_label: Callable[[pd.Series], Any] | None = None,
 ) -> Table:
     """Read a table file into features and labels (see the module documentation).
@@ -337,6 +344,12 @@ def read_table(
     na_values : list of str, optional
         Of a text file: values that mark a missing cell besides pandas' defaults (empty, NA,
         NaN, ...), e.g. ``["?"]`` for the UCI files that write one so.
+    comment : str, optional
+        Of a text file: the character that starts a comment (``"#"``, ``";"``; also
+        ``"hash"``, ``"semicolon"``, ``"percent"``): the rest of a line from it is ignored, a
+        line starting with it skipped (and the spaces before a comment at a line's end
+        dropped). Default: only a block of lines starting with ``#`` or ``;;`` before the
+        table is skipped, when that is unambiguous (:mod:`~deepbandits.datasets.layout`).
     check_label : callable, optional
         Called with the label column (its rows without missing values) before the features
         are looked at, to refuse a column that is not one (what it raises, a ``ValueError``,
@@ -369,7 +382,9 @@ def read_table(
     one_hot_keys = _names(categorical, "categorical")
     if not isinstance(dropna, bool):
         raise TableError(f"dropna must be True or False, got {dropna!r}")
-    df, layout = read_frame(path, header=header, delimiter=delimiter, na_values=na_values)
+    df, layout = read_frame(
+        path, header=header, delimiter=delimiter, na_values=na_values, comment=comment
+    )
     file, where = Path(path), repr(str(path))
     available = list(df.columns)
     label = _by_position(label if isinstance(label, str) else int(label), available, "label", where)

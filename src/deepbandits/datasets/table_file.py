@@ -18,6 +18,8 @@ import pandas as pd
 from deepbandits.datasets.columns import TableError
 from deepbandits.datasets.layout import (
     Layout,
+    comment_char,
+    comment_hint,
     delimiter_name,
     detect_layout,
     header_choice,
@@ -80,8 +82,9 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _read_error(exc: Exception, where: str, layout: Layout | None) -> TableError:
-    """The :class:`TableError` of pandas' or pyarrow's ``exc``, in the file's terms."""
+def _read_error(exc: Exception, where: str, layout: Layout | None, hint: str = "") -> TableError:
+    """The :class:`TableError` of pandas' or pyarrow's ``exc``, in the file's terms (``hint``:
+    :func:`~deepbandits.datasets.layout.comment_hint`, for a ragged line)."""
     found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
     if found and layout is not None:
         expected, line, saw = found.groups()
@@ -89,10 +92,19 @@ def _read_error(exc: Exception, where: str, layout: Layout | None) -> TableError
         return TableError(
             f"line {line} of {where} has {saw} fields where the lines above have {expected} "
             f"(delimiter: {layout.delimiter}, {how}); correct that line, or pass delimiter=... "
-            "if the delimiter is wrong"
+            f"if the delimiter is wrong{hint}"
         )
     kind = "Parquet" if layout is None else "text"
     return TableError(f"cannot read {where} as {kind}: {' '.join(str(exc).split())}")
+
+
+def _without_trailing_spaces(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the spaces at the end of its text cells dropped: those before a comment at
+    a line's end (``b  # note``), which pandas keeps in the cell."""
+    for column in df.columns:
+        if df[column].dtype == object or pd.api.types.is_string_dtype(df[column]):
+            df[column] = df[column].map(lambda v: v.rstrip() if isinstance(v, str) else v)
+    return df
 
 
 def read_frame(
@@ -101,13 +113,14 @@ def read_frame(
     header: str | bool | None = "auto",
     delimiter: str | None = None,
     na_values: Sequence[str] | None = None,
+    comment: str | None = None,
 ) -> tuple[pd.DataFrame, Layout | None]:
     """A table file as pandas reads it, its column names strings, with the :class:`Layout` it
     was read with (None for Parquet): the one reader of the table files (module notes).
 
     Parameters
     ----------
-    path, header, delimiter, na_values
+    path, header, delimiter, na_values, comment
         As in :func:`~deepbandits.datasets.table.read_table`.
 
     Raises
@@ -128,17 +141,20 @@ def read_frame(
             f"but {na_values!r} is given"
         )
     missing = [str(v) for v in missing]
+    mark = comment_char(comment)
     kind, compression = file_kind(file)
-    if kind == "parquet" and (choice != "auto" or separator is not None or missing):
+    if kind == "parquet" and (
+        choice != "auto" or separator is not None or missing or mark is not None
+    ):
         raise TableError(
-            f"header, delimiter and na_values are for text files; {where} is Parquet, which "
-            "names its columns and types itself"
+            f"header, delimiter, na_values and comment are for text files; {where} is Parquet, "
+            "which names its columns and types itself"
         )
     if not file.exists():
         raise TableFileNotFoundError(2, "table file not found", str(path))
     if not file.is_file():
         raise TableError(f"{where} is not a file")
-    layout = None
+    layout, hint = None, ""
     try:
         if kind == "parquet":
             df = pd.read_parquet(file, engine="pyarrow")
@@ -151,7 +167,9 @@ def read_frame(
                 compression=compression,
                 na_values=missing,
                 where=where,
+                comment=mark,
             )
+            hint = comment_hint(sample, layout)
             df = pd.read_csv(
                 file,
                 sep=layout.sep,
@@ -160,14 +178,18 @@ def read_frame(
                 na_values=missing or None,
                 skipinitialspace=layout.delimiter != "whitespace",
                 compression="infer",
+                comment=layout.comment,
+                skiprows=layout.skipped_lines or None,
             )
+            if layout.comment is not None:
+                df = _without_trailing_spaces(df)
     except TableError:
         raise
     except (ValueError, OSError, ImportError) as exc:
-        raise _read_error(exc, where, layout) from exc
+        raise _read_error(exc, where, layout, hint) from exc
     except Exception as exc:  # pyarrow's own errors (ArrowException and subclasses)
         if type(exc).__module__.startswith("pyarrow"):
-            raise _read_error(exc, where, layout) from exc
+            raise _read_error(exc, where, layout, hint) from exc
         raise
     df.columns = [str(c) for c in df.columns]
     duplicated = sorted({c for c in df.columns if list(df.columns).count(c) > 1})

@@ -214,7 +214,7 @@ class ClassificationEnv(Environment):
 
         Parameters
         ----------
-        path, label, features, categorical, dropna, header, delimiter, na_values
+        path, label, features, categorical, dropna, header, delimiter, na_values, comment
             As in :func:`~deepbandits.datasets.table.read_table` (its keyword-only options,
             :data:`~deepbandits.datasets.table.TABLE_OPTIONS`, are taken from ``params``); the
             label by name or position (``label=-1``: the last column).
