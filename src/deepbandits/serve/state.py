@@ -73,7 +73,10 @@ def plain_numbers(contexts: Any, ndim: int) -> Any:
 def lacks_reward_range(policy: Policy) -> bool:
     """Whether ``policy`` bounds each reward's σ² by the reward range [a, b] (``variance=
     'range'``, Eq. 13) and was built without one: every reward must then bring its own."""
-    return isinstance(policy.parts.get("variance"), RangeBound) and policy._reward_range is None
+    return (
+        isinstance(policy.parts.get("variance"), RangeBound)
+        and policy.get_params().get("reward_range") is None
+    )
 
 
 def with_reward_range(spec: str, bounds: str = "[a,b]") -> str:
