@@ -473,20 +473,23 @@ def test_the_ridge_familys_new_defaults_reach_it_but_not_the_paper_datasets(tmp_
                 assert policy.train_schedule_ == before, (dataset, settings, name)
 
 
-def test_your_own_data_gets_the_intercept_the_weak_prior_and_the_range_confidence_only():
+def test_your_own_data_gets_its_own_settings_only():
     import deepbandits as db
 
     X, y = np.random.default_rng(0).normal(size=(40, 3)), np.arange(40) % 4
     env = db.make_env("classification", X=X, y=y)
+    cheaper = {"train_steps": 100, "lr": 0.03}
     assert env.policy_defaults == {} and env.policy_defaults_for("neural-ucb") == {}
-    assert env.policy_defaults_for("linucb") == {"intercept": True}
-    assert env.policy_defaults_for("neural-linucb") == {"lam": 0.25}
+    assert env.policy_defaults_for("linucb") == {"intercept": True, "alpha": 1.0}
+    assert env.policy_defaults_for("neural-linucb") == {"lam": 0.25, "epsilon": 0.02, **cheaper}
     assert db.make_policy("neural-linucb", env=env).get_params()["lam"] == 0.25
     assert db.make_policy("neural-sigma2-linucb", env=env).get_params()["lam"] == 1.0
-    assert env.policy_defaults_for("neural-sigma2-linucb") == {"range_confidence": 2.0}
-    assert db.make_policy("neural-sigma2-linucb", env=env).get_params()["range_confidence"] == 2
-    given = db.make_policy("neural-sigma2-linucb", env=env, range_confidence=0.0)
-    assert given.get_params()["range_confidence"] == 0
+    assert env.policy_defaults_for("neural-sigma2-linucb") == {"range_confidence": 2.0, **cheaper}
+    params = db.make_policy("neural-sigma2-linucb", env=env).get_params()
+    assert (params["range_confidence"], params["train_steps"], params["lr"]) == (2, 100, 0.03)
+    assert db.make_policy("neural-linucb", env=env).train_schedule_.train_steps == 100
+    given = db.make_policy("neural-sigma2-linucb", env=env, range_confidence=0.0, train_steps=300)
+    assert (given.get_params()["range_confidence"], given.train_schedule_.train_steps) == (0, 300)
     paper = db.make_env("classification", X=X, y=y, settings="paper")
     assert paper.policy_defaults == {} and paper.policy_defaults_for("linucb") == {}
     assert paper.policy_defaults_for("neural-sigma2-linucb") == {}

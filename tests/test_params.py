@@ -250,6 +250,20 @@ def test_list_params_prints_every_parameter_from_its_spec(capsys):
     assert "unknown policy 'bandit9000'" in capsys.readouterr().err
 
 
+def test_list_params_says_what_your_own_data_changes_and_what_it_costs(capsys):
+    from deepbandits.envs.settings import OWN_DATA
+
+    for name, settings in OWN_DATA.items():
+        assert main(["list", "--params", name]) == 0
+        out = capsys.readouterr().out
+        note = out[out.index("on your own data") :]
+        for key, value in settings.items():
+            assert f"{key}={value!r}" in note, (name, key)
+        assert "s per 1,000 rounds" in note and "{" not in note, name
+    assert main(["list", "--params", "neural-ucb"]) == 0
+    assert "on your own data" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("name", ["neural-ucb", "neural-ts", "bootstrapped-nn"])
 def test_set_params_reaches_what_is_derived_from_the_parameters(name):
     """A policy changed by ``set_params`` trains and explores as one built with the same

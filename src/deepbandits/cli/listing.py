@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from deepbandits.envs import env_names, env_parameter_table
+from deepbandits.envs.settings import OWN_DATA, OWN_DATA_COST
 from deepbandits.errors import InputValueError
 from deepbandits.experiments.config import builtin_configs
 from deepbandits.policies import CONFIGURATIONS, parameter_table, policy_names
@@ -39,6 +40,13 @@ def list_command(args: argparse.Namespace) -> int:
                 f"{exc}; or an environment: {', '.join(map(repr, env_names()))}"
             ) from None
         print_table(f"parameters of {name} (set as NAME:key=value):", rows, "parameter")
+        if name in OWN_DATA:
+            given = ", ".join(f"{k}={v!r}" for k, v in OWN_DATA[name].items())
+            print(
+                f"on your own data (--env table:..., make_env('table' | 'classification')) "
+                f"unless you set them: {given}"
+            )
+            print(f"  cost: {OWN_DATA_COST[name]} (deepbandits.envs.settings.OWN_DATA)")
         return 0
     print("policies:", ", ".join(policy_names(configurations=False)))
     print("configurations:")
