@@ -253,11 +253,11 @@ def test_list_params_prints_every_parameter_from_its_spec(capsys):
 def test_list_params_says_what_your_own_data_changes_and_what_it_costs(capsys):
     from deepbandits.envs.settings import OWN_DATA
 
-    for name, settings in OWN_DATA.items():
+    for name, own in OWN_DATA.items():
         assert main(["list", "--params", name]) == 0
         out = capsys.readouterr().out
         note = out[out.index("on your own data") :]
-        for key, value in settings.items():
+        for key, value in own.items():
             assert f"{key}={value!r}" in note, (name, key)
         assert "s per 1,000 rounds" in note and "{" not in note, name
     assert main(["list", "--params", "neural-ucb"]) == 0
