@@ -411,9 +411,9 @@ def offset_classes(n=600, K=6, seed=0):
 @pytest.mark.parametrize(
     "policy",
     [
-        "linucb",
+        "linucb:alpha=0.02",
         "neural-linucb:hidden=16,feature_dim=8,train_start=100,train_every=50,warmup_every=50,"
-        "train_steps=50",
+        "train_steps=50,epsilon=0.0",
     ],
 )
 def test_the_default_preprocessing_escapes_a_lock_out(policy):
