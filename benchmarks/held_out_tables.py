@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("specs", nargs="*", default=list(DEFAULT_SPECS))
     parser.add_argument("--data", type=Path, required=True, help="folder holding the tables")
-    parser.add_argument("--tables", default=",".join(TABLES))
+    parser.add_argument("--tables", default=",".join([*TABLES, *GENERATED]))
     parser.add_argument("--seeds", default="0,1", help="'0,1' (tuning) or '2,3' (evaluation)")
     parser.add_argument("--T", type=int, default=T_DEFAULT)
     parser.add_argument("--report", action="store_true", help="write held_out_tables.md")
