@@ -28,12 +28,19 @@ row) and abalone (4,177 × 8, the age in rings as 28 classes, the sex a category
 looked at before the library's defaults were set. Besides them, ``digits``, ``synth26`` and
 ``synth2``, the "own data" tables of ``benchmarks/defaults.py``, made here (:data:`GENERATED`).
 
-The issue-49 command (tuning, then evaluation; two processes, one per core)::
+The issue-49 commands (candidates on the tuning seeds, then the evaluation; two processes at a
+time, one per core)::
 
     python benchmarks/held_out_tables.py --data DIR --seeds 0,1 SPEC ...   # candidates
-    python benchmarks/held_out_tables.py --data DIR --seeds 2,3 --report \
-        neural-sigma2-linucb neural-sigma2-linucb:train_steps=300,lr=0.01 \
-        linucb linucb:alpha=0.02 neural-linucb neural-linucb:train_steps=300,lr=0.01,epsilon=0.0
+    python benchmarks/held_out_tables.py --data DIR --seeds 2,3 \\
+        neural-sigma2-linucb neural-sigma2-linucb:train_steps=300,lr=0.01 \\
+        linucb linucb:alpha=0.02
+    python benchmarks/held_out_tables.py --data DIR --seeds 2,3 --report \\
+        --tables synth26,glass,ecoli,phoneme,letter,wine-white,digits \\
+        neural-linucb neural-linucb:train_steps=300,lr=0.01,epsilon=0.0
+
+Each runs only what the CSV lacks; ``--report`` writes the table of every run of the seeds in
+the CSV.
 """
 
 from __future__ import annotations
