@@ -48,7 +48,13 @@ from deepbandits.policies.params import (
     Spec,
     given_params,
 )
-from deepbandits.policies.parts.explore import UCB, Situation, Thompson, thompson_scale
+from deepbandits.policies.parts.explore import (
+    UCB,
+    InverseGapWeighting,
+    Situation,
+    Thompson,
+    thompson_scale,
+)
 from deepbandits.policies.policy import Policy
 from deepbandits.policies.space import ALPHA, HIDDEN, LAM, LR, TRAIN_STEPS, Param
 
@@ -79,6 +85,13 @@ class NeuralGradientBandit(Policy):
         Largest parameter count accepted by ``mode="full"`` (Z⁻¹ takes 8p² bytes).
     refresh_every : int, default=500
         ``mode="full"``: rank-one updates between exact re-inversions of Z.
+    explore : {"own", "igw"}, default="own"
+        The rule ``exploration`` names, or inverse gap weighting on the network's means
+        (:class:`~deepbandits.policies.parts.explore.InverseGapWeighting`, SquareCB), whose log
+        has exact propensities above 0.
+    gamma, gamma_exponent, min_propensity
+        ``explore="igw"``: γₜ = gamma·(t + 1)^gamma_exponent and the floor on every arm's
+        probability.
     network, hidden, n_layers, train_schedule, train_every, train_start, warmup_every,
     train_steps, batch_size, optimizer, lr, weight_decay, max_grad_norm, max_history, device
         The network and its training, as in
@@ -100,6 +113,12 @@ class NeuralGradientBandit(Policy):
         "max_full_params": Spec("int", "most network parameters for mode='full'", low=1),
         "propensity_samples": Spec("int", "NeuralTS: Monte Carlo samples per propensity", low=1),
         "refresh_every": REFRESH_EVERY_SPEC,
+        "explore": Spec(
+            "choice",
+            "the policy's own rule (UCB or Thompson, by exploration) or inverse gap weighting",
+            choices=("own", "igw"),
+        ),
+        **InverseGapWeighting.specs,
         **NETWORK_SPECS,
     }
     #: hyperparameters searched by ``deepbandits tune`` (:mod:`deepbandits.policies.space`)
@@ -123,6 +142,10 @@ class NeuralGradientBandit(Policy):
         max_full_params: int = 5000,
         propensity_samples: int = 1000,
         refresh_every: int = 500,
+        explore: str = "own",
+        gamma: float = 10.0,
+        gamma_exponent: float = 0.5,
+        min_propensity: float = 0.0,
         seed: int | None = None,
         **network_params: Any,
     ) -> None:
@@ -131,11 +154,15 @@ class NeuralGradientBandit(Policy):
     def _check_parts(self) -> None:
         p = self._params
         self.train_schedule_, self.device_ = check_network_params(p)
-        self.explore_: UCB | Thompson = (
-            UCB(p["alpha"])
-            if p["exploration"] == "ucb"
-            else Thompson(thompson_scale(p["alpha"], p["lam"]), p["propensity_samples"])
-        )
+        self.explore_: UCB | Thompson | InverseGapWeighting
+        if p["explore"] == "igw":
+            self.explore_ = InverseGapWeighting(
+                p["gamma"], p["gamma_exponent"], p["min_propensity"]
+            )
+        elif p["exploration"] == "ucb":
+            self.explore_ = UCB(p["alpha"])
+        else:
+            self.explore_ = Thompson(thompson_scale(p["alpha"], p["lam"]), p["propensity_samples"])
 
     def _initialize(self, X: Contexts) -> None:
         p = self._params

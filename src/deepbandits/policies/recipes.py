@@ -29,7 +29,7 @@ from deepbandits.policies.params import (
     THEORY_ALPHA_SPEC,
     Spec,
 )
-from deepbandits.policies.parts.explore import UCB, Greedy
+from deepbandits.policies.parts.explore import UCB, Greedy, InverseGapWeighting
 from deepbandits.policies.parts.features import IdentityFeatures, NetworkFeatures
 from deepbandits.policies.parts.heads import RidgeHead
 from deepbandits.policies.parts.layers import LayeredSearch
@@ -53,6 +53,23 @@ VARIANCE_SOURCES: dict[str, Any] = {
     "schedule": ScheduledVariance,
 }
 
+#: The exploration rules of ``explore=``: UCB's μ + α·w (Eq. 4; Greedy when α = 0), or
+#: inverse gap weighting (SquareCB), whose log supports off-policy evaluation.
+EXPLORE_RULES = ("ucb", "igw")
+EXPLORE_SPECS: dict[str, Spec] = {
+    "explore": Spec(
+        "choice",
+        "exploration rule: UCB (Eq. 4) or inverse gap weighting (SquareCB)",
+        choices=EXPLORE_RULES,
+    ),
+    **InverseGapWeighting.specs,
+}
+EXPLORE_DEFAULTS: dict[str, Any] = {
+    "explore": "ucb",
+    "gamma": InverseGapWeighting.gamma,
+    "gamma_exponent": InverseGapWeighting.gamma_exponent,
+    "min_propensity": InverseGapWeighting.min_propensity,
+}
 RIDGE_SPECS: dict[str, Spec] = {
     "alpha": THEORY_ALPHA_SPEC,
     "lam": LAM_SPEC,
@@ -69,6 +86,7 @@ RIDGE_SPECS: dict[str, Spec] = {
     "M": M_SPEC,
     "refresh_every": REFRESH_EVERY_SPEC,
     **DISCOUNT_SPECS,
+    **EXPLORE_SPECS,
 }
 RIDGE_DEFAULTS: dict[str, Any] = {
     "alpha": 0.02,
@@ -84,6 +102,7 @@ RIDGE_DEFAULTS: dict[str, Any] = {
     "M": 1.0,
     "refresh_every": 500,
     **DISCOUNT_DEFAULTS,
+    **EXPLORE_DEFAULTS,
 }
 #: LinUCB and σ²-LinUCB: the ridge on the raw context, with or without an intercept
 #: (:class:`~deepbandits.policies.parts.features.IdentityFeatures`; a network has biases of its
@@ -131,8 +150,9 @@ NEURAL_DEFAULTS: dict[str, Any] = {
     "train_theta": False,
     "lam_warmup": True,
 }
+#: SAVE explores by its layered search: no ``explore`` keywords.
 SAVE_SPECS: dict[str, Spec] = {
-    **NEURAL_SPECS,
+    **{k: v for k, v in NEURAL_SPECS.items() if k not in EXPLORE_SPECS},
     "threshold": LayeredSearch.specs["threshold"],
     "beta_scale": LayeredSearch.specs["beta_scale"],
 }
@@ -189,6 +209,8 @@ def ridge_family(p: dict[str, Any]) -> dict[str, Any]:
             p["horizon"],
             p["refresh_every"],
         )
+    elif p["explore"] == "igw":
+        explore = InverseGapWeighting(p["gamma"], p["gamma_exponent"], p["min_propensity"])
     elif p["alpha"] == 0.0:
         explore = Greedy()
     else:
@@ -314,7 +336,11 @@ def builtin_recipes() -> dict[str, Any]:
             "SaveNeuralLinUCB",
             "SAVE-SupNeural-LinUCB (Appendix B.3): SAVE's layered search on φ(x; w)",
             SAVE_SPECS,
-            {**NEURAL_DEFAULTS, "threshold": None, "beta_scale": 1.0},
+            {
+                **{k: v for k, v in NEURAL_DEFAULTS.items() if k not in EXPLORE_SPECS},
+                "threshold": None,
+                "beta_scale": 1.0,
+            },
             search_space=NEURAL_SEARCH,
             fixed={"alpha": 0.0, "variance": "none", "range_confidence": 0.0, "discount": 1.0},
         ),

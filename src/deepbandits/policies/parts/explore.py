@@ -4,14 +4,18 @@
 * :class:`Greedy`: μ (Neural-LinGreedy);
 * :class:`Thompson`: μ + s·w·z with z ~ N(0, 1) per arm, a draw from each arm's posterior
   (NeuralTS's rule; on a ridge head, Thompson sampling on the ridge posterior's marginals);
+* :class:`InverseGapWeighting`: an arm drawn with probability 1/(K + γₜ·(μ̂* − μ̂ₐ)) (SquareCB,
+  Foster & Rakhlin 2020), optionally kept above a floor, so that its log can evaluate any
+  policy off-line;
 * SAVE's layered search (:class:`~deepbandits.policies.parts.layers.LayeredSearch`), which keeps
   statistics of its own.
 
 A rule works on arrays of any leading shape (one request ``[K]`` or a batch ``[B, K]``), and gives
 the probability it had of playing an arm (:meth:`Exploration.propensity`): exact for the
-deterministic rules, a Monte Carlo estimate for Thompson sampling. What a policy asks of a rule,
-and when (the optional hooks for rules that learn: ``initialize``, ``observe``, ``learn``), is
-:class:`ExplorationRule`; :class:`Exploration` implements the hooks as doing nothing.
+deterministic rules and inverse gap weighting, a Monte Carlo estimate for Thompson sampling.
+What a policy asks of a rule, and when (the optional hooks for rules that learn:
+``initialize``, ``observe``, ``learn``), is :class:`ExplorationRule`; :class:`Exploration`
+implements the hooks as doing nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from deepbandits.errors import InputValueError
 from deepbandits.formulas import theory_alpha
 from deepbandits.policies.choice import greedy_propensities
 from deepbandits.policies.decision import NO_EXTRA
@@ -255,6 +260,90 @@ class Thompson(Exploration):
         estimate = (wins + 1) / (self.propensity_samples + 1)
         n_available = len(index) if mask is None else int(mask.sum())
         return (1.0 - epsilon) * estimate + epsilon / n_available
+
+
+def inverse_gap_probabilities(
+    mean: Array, gamma: float, mask: Mask = None, min_propensity: float = 0.0
+) -> Array:
+    """Inverse gap weighting (SquareCB; Foster & Rakhlin 2020, Alg. 1) over the available arms:
+    each arm a but the best (the first of the largest mean μ̂*) gets 1/(n + γ·(μ̂* − μ̂ₐ)), n the
+    number of available arms, and the best the rest; with ``min_propensity`` p_min the
+    probabilities are (1 − n·p_min)·p + p_min, so that every available arm keeps at least p_min
+    (``n·p_min ≤ 1``). Masked arms get 0; ``[K]`` in, ``[K]`` out."""
+    available = np.ones(mean.shape, dtype=bool) if mask is None else np.asarray(mask, bool)
+    n = int(available.sum())
+    scores = np.where(available, mean, -np.inf)
+    best = int(scores.argmax())
+    gaps = np.where(available, scores[best] - mean, 0.0)
+    probs = np.where(available, 1.0 / (n + gamma * gaps), 0.0)
+    probs[best] = 0.0
+    probs[best] = max(1.0 - probs.sum(), 0.0)
+    if min_propensity > 0.0:
+        probs = (1.0 - n * min_propensity) * probs + min_propensity * available
+    return probs
+
+
+@part
+class InverseGapWeighting(Exploration):
+    """Draw an arm with inverse-gap-weighted probabilities (SquareCB, Foster & Rakhlin 2020):
+    the arm of the largest mean most often, another with probability 1/(n + γₜ·gap), so that a
+    log of its decisions has every propensity above 0 and exact.
+
+    Parameters
+    ----------
+    gamma : float, default=10.0
+        Scale of γₜ = gamma·(t + 1)^gamma_exponent, t the rewards learned (Vowpal Wabbit's
+        ``--squarecb`` defaults: scale 10, exponent 1/2); larger is greedier.
+    gamma_exponent : float, default=0.5
+        Growth of γₜ with t (0: a constant γ).
+    min_propensity : float, default=0.0
+        Floor p_min on every available arm's probability (the capped variant): the
+        probabilities are mixed with uniform play, (1 − n·p_min)·p + p_min, which needs
+        n·p_min ≤ 1 for the n available arms. A log whose propensities are all at least p_min
+        supports off-policy evaluation of any policy, with importance weights at most 1/p_min.
+    """
+
+    samples: ClassVar[bool] = True
+    specs: ClassVar[dict[str, Spec]] = {
+        "gamma": Spec("real", "inverse gap weighting: scale of γₜ = gamma·(t+1)^exponent", low=0),
+        "gamma_exponent": Spec("real", "inverse gap weighting: growth exponent of γₜ", low=0),
+        "min_propensity": Spec(
+            "real", "inverse gap weighting: floor on every arm's probability", low=0, high=1
+        ),
+    }
+
+    gamma: float = 10.0
+    gamma_exponent: float = 0.5
+    min_propensity: float = 0.0
+
+    def probabilities(self, ev: Evaluation, mask: Mask, sit: Situation) -> Array:
+        """Every arm's probability of being drawn this round."""
+        n = len(ev.mean) if mask is None else int(np.count_nonzero(mask))
+        if n * self.min_propensity > 1.0 + 1e-12:
+            raise InputValueError(
+                f"min_propensity={self.min_propensity!r} cannot hold for {n} available arms: "
+                f"it must be at most 1/{n} = {1.0 / n:.6g}"
+            )
+        gamma = self.gamma * (sit.t + 1) ** self.gamma_exponent
+        return inverse_gap_probabilities(ev.mean, gamma, mask, self.min_propensity)
+
+    def index(self, ev: Evaluation, sit: Situation) -> Array:
+        """1 for the drawn arm, 0 for the others (the mean itself when a score is not finite,
+        so that the choice refuses it)."""
+        mean = ev.mean if ev.mask is None else ev.mean[ev.mask]
+        if not np.all(np.isfinite(mean)):
+            return ev.mean
+        probs = self.probabilities(ev, ev.mask, sit)
+        index = np.zeros_like(ev.mean)
+        index[int(sit.rng.choice(len(probs), p=probs / probs.sum()))] = 1.0
+        return index
+
+    def propensity(
+        self, ev: Evaluation, index: Array, mask: Mask, arm: int, sit: Situation, epsilon: float
+    ) -> float:
+        n_available = len(index) if mask is None else int(np.count_nonzero(mask))
+        p = float(self.probabilities(ev, mask, sit)[arm])
+        return (1.0 - epsilon) * p + epsilon / n_available
 
 
 def thompson_scale(alpha: float, lam: float) -> float:
