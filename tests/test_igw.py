@@ -112,3 +112,24 @@ def test_igw_is_chosen_by_name_and_its_mistakes_are_refused():
     with pytest.raises(db.DeepBanditsError, match=r"unknown option.*explore"):
         db.make_policy("save-neural-linucb", explore="igw")
     assert db.make_policy("neural-ts", explore="igw").get_params()["explore"] == "igw"
+
+
+def test_the_service_serves_igw_by_name_and_logs_its_propensities(tmp_path):
+    """``explore=igw`` in a served policy's specification: decisions (one and a batch) carry
+    propensities below 1 and above the floor, the masked arm is never played, and the rewards
+    are learned."""
+    from serve_support import contexts_stream, reward_of, running
+
+    spec = "linucb:explore=igw,gamma=1,min_propensity=0.05"
+    with running(tmp_path / "state", spec) as (_, client):
+        props = []
+        for X in contexts_stream(0, 40):
+            d = client.decide(X, mask=[True, True, False])
+            assert d.arm != 2
+            props.append(d.propensity)
+            client.learn(d.id, reward_of(X, d.arm))
+        batch = client.decide_batch(np.stack(contexts_stream(1, 8)))
+        props += [d.propensity for d in batch]
+        health = client.health()
+        assert (health["decided"], health["learned"]) == (48, 40)
+    assert max(props) < 1.0 and min(props) >= 0.05
