@@ -116,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         out = Output("igw.py")
         for line in lines:
             out(line)
-        out.save(RESULTS / "igw.md", "one thread per run, two at a time on a 2-core machine")
+        out.save(
+            RESULTS / "igw.md",
+            "from the runs in igw.csv (one thread per run, two at a time on a 2-core machine)",
+        )
     else:
         print("\n".join(lines))
     return 0
