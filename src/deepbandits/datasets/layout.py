@@ -16,17 +16,8 @@ Decimal mark
     A comma when the delimiter is not a comma, some cells are numbers written ``1,5`` and none
     is written ``1.5``; else a point.
 Header (``header="auto"``, the default)
-    A header holds names, not numbers: a first line whose numbers, if any, are consecutive
-    integers (numbered columns) and one of whose text cells names a column of categories
-    (every cell below it text, each value recurring, the cell none of them and of none of
-    their lengths: ``Letter`` over ``T``, ``I``, ``D``, ...) is the header
-    (``Letter,1,2,...,16``); otherwise a first line with a number in it is data. A first line
-    without numbers is the header when a column whose other cells are all numbers has a name
-    there (``sepal_length`` over numbers); when no column holds numbers
-    (every column text), it is the header when its cells are distinct and none of them
-    recurs in its column below (a column's name is not one of its values). Otherwise (text
-    over columns mixing text and numbers) it is data. ``header="first"`` or ``header="none"``
-    decides instead.
+    Told by :func:`~deepbandits.datasets.header.detect_header`; ``header="first"`` or
+    ``header="none"`` decides instead.
 Comments (``comment=None``, the default, skips a leading block of them)
     Lines before the table that start with ``#`` or ``;;`` (UCI's ``;;; ...`` notes) are
     skipped when that is unambiguous: every one starts with the same mark, no line below them
@@ -44,7 +35,6 @@ import bz2
 import csv
 import gzip
 import io
-import itertools
 import lzma
 import re
 import zipfile
@@ -55,6 +45,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from deepbandits.datasets.columns import TableError
+from deepbandits.datasets.header import detect_header
 
 #: Delimiter names (what ``delimiter=`` accepts besides the characters themselves) → character;
 #: ``"whitespace"`` is any run of spaces and tabs.
@@ -271,64 +262,6 @@ def _detect_decimal(records: Sequence[Sequence[str]], delimiter: str) -> str:
     return "," if commas and not points else "."
 
 
-def _kind(cell: str, decimal: str, missing: frozenset[str]) -> bool | None:
-    """True for a number, False for text, None for a missing value."""
-    if cell.lower() in missing or cell in missing:
-        return None
-    try:
-        float(cell.replace(",", ".") if decimal == "," else cell)
-    except ValueError:
-        return False
-    return True
-
-
-def _names_a_category_column(cell: str, below: list[str], kinds: list[bool | None]) -> bool:
-    """Whether ``cell`` (text) names the column of categories ``below`` it (``kinds``: theirs):
-    every cell below is text, the values recur (at most half as many values as cells), and
-    ``cell`` is none of them nor of any of their lengths (``Letter`` over ``T``, ``I``, ...)."""
-    values = set(below)
-    return (
-        len(below) >= 4
-        and all(kind is False for kind in kinds)
-        and 2 * len(values) <= len(below)
-        and cell not in values
-        and len(cell) not in {len(v) for v in values}
-    )
-
-
-def _numbers_columns(cells: list[str]) -> bool:
-    """Whether the numbers of a first line number columns: none, or consecutive integers
-    (``1,2,...,16``, ``2019,2020,2021``), which a line of data hardly ever is."""
-    if not all(re.fullmatch(r"[+-]?\d+", c) for c in cells):
-        return False
-    values = [int(c) for c in cells]
-    return all(b == a + 1 for a, b in itertools.pairwise(values))
-
-
-def _detect_header(records: list[list[str]], decimal: str, missing: frozenset[str]) -> bool:
-    first, rest = records[0], records[1:]
-    if not rest:
-        return False
-    kinds = [_kind(cell, decimal, missing) for cell in first]
-    cells = [[row[j] for row in rest if j < len(row)] for j in range(len(first))]
-    below = [[_kind(cell, decimal, missing) for cell in column] for column in cells]
-    if _numbers_columns([c for c, k in zip(first, kinds, strict=True) if k]) and any(
-        kind is False and _names_a_category_column(first[j], cells[j], below[j])
-        for j, kind in enumerate(kinds)
-    ):
-        return True
-    if any(kind is True for kind in kinds):
-        return False
-    numeric = [True in col and False not in col for col in below]
-    if any(num and kind is False for num, kind in zip(numeric, kinds, strict=True)):
-        return True
-    if any(True in col for col in below):
-        return False
-    names = [cell for cell, kind in zip(first, kinds, strict=True) if kind is False]
-    recurs = any(first[j] in set(cells[j]) for j in range(len(first)))
-    return len(names) == len(first) and len(set(names)) == len(names) and not recurs
-
-
 def _without_comments(sample: str, comment: str) -> str:
     """``sample`` with the rest of each line from ``comment`` cut off (as pandas reads it)."""
     return "\n".join(line.split(comment, 1)[0] for line in sample.split("\n"))
@@ -444,9 +377,7 @@ def detect_layout(
     records = _records(sample, name)
     decimal = _detect_decimal(records, name)
     missing = MISSING | frozenset(na_values)
-    has_header = (
-        _detect_header(records, decimal, missing) if header == "auto" else header == "first"
-    )
+    has_header = detect_header(records, decimal, missing) if header == "auto" else header == "first"
     return Layout(
         delimiter=name,
         header=has_header,
