@@ -153,7 +153,7 @@ def refuse_without_reward_range(args: argparse.Namespace) -> None:
     if any((args.state / sub / "service.json").exists() for sub in (".", "replica-0")):
         return
     from deepbandits.policies import load_policy, make_policy
-    from deepbandits.serve.state import lacks_reward_range, with_reward_range
+    from deepbandits.serve.reward_range import lacks_reward_range, with_reward_range
     from deepbandits.specs import parse_spec
 
     needs = (
@@ -191,8 +191,9 @@ def serve_command(args: argparse.Namespace) -> int:
         return serve_ray(args)
     from deepbandits.serve.app import create_app
     from deepbandits.serve.guard import loopback_hosts
+    from deepbandits.serve.reward_range import lacks_reward_range, no_reward_range
     from deepbandits.serve.server import bind, is_loopback, run, url_of
-    from deepbandits.serve.state import ServiceState, lacks_reward_range, no_reward_range
+    from deepbandits.serve.state import ServiceState
 
     token = args.token if args.token is not None else os.environ.get("DEEPBANDITS_TOKEN") or None
     if token is not None and not token.strip():

@@ -34,12 +34,12 @@ from deepbandits.errors import ConcurrentUseError, EventLogError, InputValueErro
 from deepbandits.policies import Decision, Policy
 from deepbandits.policies.evaluation import Learned
 from deepbandits.policies.parts.trainer import TrainingJob
-from deepbandits.policies.parts.variance import RangeBound
 from deepbandits.serve import batches, recovery, training
 from deepbandits.serve.events import decision_body, network_body, reward_body, rng_json
 from deepbandits.serve.log import EventLog
 from deepbandits.serve.logfile import DURABILITY
 from deepbandits.serve.recovery import as_float_array
+from deepbandits.serve.reward_range import lacks_reward_range, no_reward_range
 from deepbandits.serve.scale import MAX_CONTEXT_RATIO, ContextScale
 from deepbandits.serve.store import StateFolder, policy_bytes
 
@@ -68,33 +68,6 @@ def plain_numbers(contexts: Any, ndim: int) -> Any:
     if array.ndim != ndim or array.dtype.kind not in "biuf":
         return contexts
     return array.astype(np.float64, copy=False)
-
-
-def lacks_reward_range(policy: Policy) -> bool:
-    """Whether ``policy`` bounds each reward's σ² by the reward range [a, b] (``variance=
-    'range'``, Eq. 13) and was built without one: every reward must then bring its own."""
-    return (
-        isinstance(policy.parts.get("variance"), RangeBound)
-        and policy.get_params().get("reward_range") is None
-    )
-
-
-def with_reward_range(spec: str, bounds: str = "[a,b]") -> str:
-    """The policy specification ``spec`` with ``reward_range=bounds`` added."""
-    spec = spec.strip()
-    return f"{spec}{',' if ':' in spec else ':'}reward_range={bounds}"
-
-
-def no_reward_range(spec: str) -> str:
-    """Why a reward without a range is refused by a service whose policy (of specification or
-    name ``spec``) :func:`lacks_reward_range`, and the two ways to give one."""
-    return (
-        f"this service's policy, {spec.strip()}, bounds each reward's variance by the reward "
-        "range [a, b] (variance='range') and was built without one, so a reward needs its own: "
-        'send "reward_range": [a, b] with it in POST /v1/reward (ServiceClient.learn(..., '
-        "reward_range=(a, b))), or serve the policy with its range in a new state folder "
-        f"(deepbandits serve --policy '{with_reward_range(spec)}')"
-    )
 
 
 #: Seconds :meth:`ServiceState.close` waits for a training in flight before leaving it. A
