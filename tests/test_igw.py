@@ -1,13 +1,19 @@
 """Inverse gap weighting (SquareCB, Foster & Rakhlin 2020; issue 50 §1): the probabilities, the
-exact propensities a policy reports with them, a log of its decisions that IPS evaluates without
-bias, and the keywords that choose it (``explore="igw"``) on the ridge family and on
-NeuralUCB/NeuralTS."""
+exact propensities a policy reports with them, the floor its log keeps (with ε's), a log of its
+decisions that IPS evaluates without bias where a UCB log makes ``evaluate`` warn, and the
+keywords that choose it (``explore="igw"``) on the ridge family and on NeuralUCB/NeuralTS."""
+
+import warnings
 
 import numpy as np
 import pytest
 
 import deepbandits as db
 from deepbandits.errors import InputValueError
+from deepbandits.logs.bandit import make_log
+from deepbandits.ope import evaluate
+from deepbandits.ope.support import SupportWarning
+from deepbandits.policies.choice import guaranteed_min_propensity
 from deepbandits.policies.parts.explore import inverse_gap_probabilities
 
 
@@ -73,30 +79,133 @@ def test_a_policy_reports_the_probability_it_draws_with(spec):
     assert sum(reported.values()) == pytest.approx(1.0, abs=1e-9)
 
 
+def _linucb_log(seed: int, n: int = 1500, **options):
+    """A log of ``n`` rounds of LinUCB on digits (``options``: its keywords), expected rewards
+    logged; IPS reads no context, so the log's contexts are a column of zeros."""
+    env = _digits_env(seed)
+    policy = db.make_policy("linucb", env=env, seed=seed, **options)
+    arms, rewards, propensities = [], [], []
+    for _ in range(n):
+        r = env.next_round()
+        d = policy.decide(r.contexts)
+        reward = float(r.expected_rewards[d.arm])
+        policy.learn(d.id, reward)
+        arms.append(d.arm)
+        rewards.append(reward)
+        propensities.append(d.propensity)
+    return make_log(np.zeros((n, 1)), arms, rewards, propensities, n_actions=10)
+
+
+def _support_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, SupportWarning)]
+
+
 def test_ips_on_an_igw_log_is_unbiased_where_a_ucb_log_is_not():
-    """IPS of uniform play (true value 1/K on a classification bandit) from logs of LinUCB with
-    inverse gap weighting and a floor covers the truth within three standard errors on every
-    seed; from UCB's log (propensity 1 for the arm it plays) it misses by more on every seed."""
-    estimates_igw, estimates_ucb = [], []
+    """IPS of uniform play (true value 1/K on a classification bandit) by ``evaluate`` from logs
+    of LinUCB with inverse gap weighting and a floor covers the truth within three standard
+    errors on every seed, with no support warning and weights within the floor's bound; from
+    UCB's log (propensity 1 for the arm it plays) it misses by more on every seed, and
+    ``evaluate`` warns that the logger was deterministic."""
+    n = 1500
+    uniform = np.full((n, 10), 0.1)
+    floor = guaranteed_min_propensity(10, min_propensity=0.02)
     for seed in range(4):
-        for explore, out in (("igw", estimates_igw), ("ucb", estimates_ucb)):
-            env = _digits_env(seed)
-            policy = db.make_policy(
-                "linucb", env=env, seed=seed, explore=explore, min_propensity=0.02
-            )
-            terms = []
-            for _ in range(1500):
-                r = env.next_round()
-                d = policy.decide(r.contexts)
-                reward = float(r.expected_rewards[d.arm])
-                policy.learn(d.id, reward)
-                terms.append(reward * 0.1 / d.propensity)
-            terms_a = np.asarray(terms)
-            out.append((terms_a.mean(), terms_a.std(ddof=1) / np.sqrt(len(terms_a))))
-    for value, se in estimates_igw:
-        assert abs(value - 0.1) <= 3 * se, (value, se)
-    for value, se in estimates_ucb:  # weights of 0.1 / 1: the arms UCB never tried count 0
-        assert abs(value - 0.1) > 3 * se, (value, se)
+        igw = _linucb_log(seed, n, explore="igw", min_propensity=0.02)
+        ucb = _linucb_log(seed, n, explore="ucb")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            on_igw = evaluate(igw, uniform, estimators="ips", n_bootstrap=0)
+        assert _support_warnings(caught) == [] and on_igw.messages == []
+        assert on_igw.support.n_deterministic == 0
+        assert on_igw.support.min_propensity >= floor
+        assert on_igw.support.max_weight <= 0.1 / floor  # π(a | x)/π₀(a | x), π = 1/10
+        with pytest.warns(SupportWarning, match=r"propensity 1: the logging policy was determ"):
+            on_ucb = evaluate(ucb, uniform, estimators="ips", n_bootstrap=0)
+        assert on_ucb.support.n_deterministic > n // 2
+        for log, result, covers in ((igw, on_igw, True), (ucb, on_ucb, False)):
+            terms = log.rewards * 0.1 / log.propensities
+            value, se = result.estimate("ips"), terms.std(ddof=1) / np.sqrt(n)
+            assert value == pytest.approx(terms.mean())
+            # on UCB's log, weights of 0.1 / 1: the arms UCB never tried count 0
+            assert (abs(value - 0.1) <= 3 * se) == covers, (seed, covers, value, se)
+
+
+def test_the_guaranteed_floor_is_epsilon_over_the_arms_and_the_igw_floor():
+    """ε/n from the ε floor, p from inverse gap weighting's, (1 − ε)·p + ε/n from both, 0 from
+    neither; a floor that cannot hold is refused."""
+    assert guaranteed_min_propensity(10) == 0.0  # plain UCB: no floor
+    assert guaranteed_min_propensity(10, epsilon=0.2) == pytest.approx(0.02)
+    assert guaranteed_min_propensity(4, epsilon=0.2) == pytest.approx(0.05)
+    assert guaranteed_min_propensity(10, min_propensity=0.02) == pytest.approx(0.02)
+    both = guaranteed_min_propensity(10, epsilon=0.1, min_propensity=0.02)
+    assert both == pytest.approx(0.9 * 0.02 + 0.01)
+    assert guaranteed_min_propensity(10, epsilon=1.0) == pytest.approx(0.1)
+    assert guaranteed_min_propensity(10, min_propensity=0.1) == pytest.approx(0.1)
+    with pytest.raises(InputValueError, match=r"min_propensity=0.2 .* 10 available arms"):
+        guaranteed_min_propensity(10, min_propensity=0.2)
+    with pytest.raises(InputValueError, match="epsilon"):
+        guaranteed_min_propensity(10, epsilon=1.5)
+    with pytest.raises(InputValueError, match="n_available"):
+        guaranteed_min_propensity(0, epsilon=0.1)
+
+
+def _random_masks(rng: np.random.Generator, n: int, K: int) -> np.ndarray:
+    """``n`` masks of ``K`` arms with at least two available."""
+    masks = rng.random((n, K)) < 0.7
+    masks[:, :2] |= masks.sum(axis=1, keepdims=True) < 2
+    return masks
+
+
+def test_the_propensities_logged_keep_the_guaranteed_floor_under_epsilon():
+    """LinUCB with ε = 0.3 on random contexts and masks, learning as it goes: every available
+    arm's probability (``probabilities``) and every logged propensity are at least ε/n for the
+    round's n available arms, and the least available arm's is exactly ε/n (no round ties all
+    its arms)."""
+    rng = np.random.default_rng(0)
+    K, d, epsilon = 6, 5, 0.3
+    theta = rng.normal(size=d)
+    policy = db.make_policy("linucb", epsilon=epsilon, seed=1)
+    masks = _random_masks(rng, 300, K)
+    least, floors = [], []
+    for mask in masks:
+        X = rng.normal(size=(K, d))
+        probs = policy.probabilities(X, mask=mask)
+        d_ = policy.decide(X, mask=mask)
+        floor = guaranteed_min_propensity(int(mask.sum()), epsilon=epsilon)
+        assert d_.propensity >= floor - 1e-12 and d_.propensity == pytest.approx(probs[d_.arm])
+        assert (probs[~mask] == 0).all() and probs.sum() == pytest.approx(1.0)
+        least.append(probs[mask].min())
+        floors.append(floor)
+        policy.learn(d_.id, float(X[d_.arm] @ theta + 0.1 * rng.normal()))
+    np.testing.assert_allclose(least, floors, rtol=1e-12)
+    # over the whole log, the floor of the most arms available (here all K)
+    assert min(least) == pytest.approx(guaranteed_min_propensity(K, epsilon=epsilon))
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+def test_the_propensities_logged_keep_the_guaranteed_floor_under_igw(epsilon):
+    """LinUCB with inverse gap weighting, ``min_propensity=0.05`` and a large γ (nearly greedy,
+    so that the arms not drawn most sit near the floor), alone and with ε = 0.1, on random
+    contexts and masks: every logged propensity is at least (1 − ε)·p + ε/n for the round's n
+    available arms, and the least is within 1 % of the floor of all K arms."""
+    rng = np.random.default_rng(2)
+    K, d, p = 6, 5, 0.05
+    theta = rng.normal(size=d)
+    policy = db.make_policy(
+        "linucb", explore="igw", gamma=1e4, min_propensity=p, epsilon=epsilon, seed=3
+    )
+    masks = _random_masks(rng, 600, K)
+    masks[::2] = True  # half the rounds with every arm available
+    logged = []
+    for mask in masks:
+        X = rng.normal(size=(K, d))
+        d_ = policy.decide(X, mask=mask)
+        floor = guaranteed_min_propensity(int(mask.sum()), epsilon=epsilon, min_propensity=p)
+        assert mask[d_.arm] and d_.propensity >= floor - 1e-12, (d_.propensity, floor)
+        logged.append(d_.propensity)
+        policy.learn(d_.id, float(X[d_.arm] @ theta + 0.1 * rng.normal()))
+    floor_K = guaranteed_min_propensity(K, epsilon=epsilon, min_propensity=p)
+    assert floor_K <= min(logged) <= 1.01 * floor_K, (min(logged), floor_K)
 
 
 def test_igw_is_chosen_by_name_and_its_mistakes_are_refused():

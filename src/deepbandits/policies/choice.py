@@ -6,6 +6,8 @@ generator, and with probability ε a uniformly drawn available arm is played ins
 has probability ``(1 − ε)·[a ∈ ties]/#ties + ε/#available``. :func:`choose_arms` applies the rule
 to ``B`` requests at once as arrays (``decide_batch``), :func:`choose_one` to one request on
 scalars (``decide``, ``select``); both make the same random draws in the same order.
+:func:`guaranteed_min_propensity` is the smallest probability a policy's log can then hold for
+an available arm: the floor that lets the log evaluate any other policy off-line.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from deepbandits._validation import check_int, check_real
 from deepbandits.errors import InputValueError, NumericalError
 
 Array = NDArray[np.float64]
@@ -139,3 +142,58 @@ def greedy_propensities(index: Array, mask: Mask, epsilon: float) -> Array:
         available = np.ones_like(is_top) if mask is None else mask
         probs = probs + (n_top > 0) * (epsilon * available / available.sum(axis=-1, keepdims=True))
     return probs
+
+
+def guaranteed_min_propensity(
+    n_available: int, *, epsilon: float = 0.0, min_propensity: float = 0.0
+) -> float:
+    """The smallest probability a policy can give an available arm: the floor its log keeps.
+
+    With the ε floor (``epsilon``, every policy) a uniformly drawn available arm is played with
+    probability ε, so each of the ``n`` available arms has at least ε/n; inverse gap weighting's
+    ``min_propensity`` p (:class:`~deepbandits.policies.parts.InverseGapWeighting`) keeps every
+    available arm at least p before the ε floor mixes in, so together each arm has at least
+    ``(1 − ε)·p + ε/n``. Without either (plain UCB, greedy) the floor is 0: a deterministic
+    policy logs propensity 1 for the arm it plays and 0 for the others, and its log cannot
+    support off-policy evaluation of any policy that plays them
+    (:class:`~deepbandits.ope.support.SupportWarning`).
+
+    A log whose propensities are all at least the floor f > 0 supports off-policy evaluation of
+    any policy π: every importance weight π(a | x)/π₀(a | x) is at most 1/f, so an IPS term
+    w·r is at most R/f and its variance at most Σₐ π(a | x)²/π₀(a | x)·R² ≤ R²/f per round, R
+    the largest absolute reward.
+
+    Parameters
+    ----------
+    n_available : int
+        Available arms n of a round (its mask's True entries, else every arm). The ε floor ε/n
+        shrinks with n: for a log whose masks vary, the guarantee over the whole log is that of
+        the most arms ever available (the number of arms, K, bounds it).
+    epsilon : float, default=0.0
+        The policy's exploration floor ε, in [0, 1].
+    min_propensity : float, default=0.0
+        Inverse gap weighting's floor p, in [0, 1/n] (a larger one is refused by the policy
+        at its decision); 0 for any other exploration rule.
+
+    Returns
+    -------
+    float
+        ``(1 − ε)·p + ε/n``: 0 for a policy without either floor; at most 1/n.
+
+    Raises
+    ------
+    InputValueError
+        ``n_available`` below 1, ``epsilon`` outside [0, 1], or ``min_propensity`` outside
+        [0, 1/n].
+    """
+    n = check_int(n_available, "n_available", minimum=1)
+    eps = check_real(epsilon, "epsilon")
+    p = check_real(min_propensity, "min_propensity")
+    if not 0.0 <= eps <= 1.0:
+        raise InputValueError(f"epsilon must be in [0, 1], but {epsilon!r} is given")
+    if not 0.0 <= p or n * p > 1.0 + 1e-12:
+        raise InputValueError(
+            f"min_propensity={min_propensity!r} cannot hold for {n} available arms: it must be "
+            f"in [0, 1/{n}] = [0, {1.0 / n:.6g}]"
+        )
+    return (1.0 - eps) * p + eps / n

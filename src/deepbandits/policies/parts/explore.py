@@ -301,6 +301,9 @@ class InverseGapWeighting(Exploration):
         probabilities are mixed with uniform play, (1 − n·p_min)·p + p_min, which needs
         n·p_min ≤ 1 for the n available arms. A log whose propensities are all at least p_min
         supports off-policy evaluation of any policy, with importance weights at most 1/p_min.
+        With the policy's ε floor as well, every available arm keeps (1 − ε)·p_min + ε/n
+        (:func:`~deepbandits.policies.choice.guaranteed_min_propensity`); with neither, no
+        floor holds: an arm's 1/(n + γₜ·gap) tends to 0 as γₜ grows with t.
     """
 
     samples: ClassVar[bool] = True
