@@ -93,11 +93,16 @@ def _uniform(policy: PolicyCore, batch: list[Any], stacked: Array | None) -> boo
 
 
 def _decide_requests(
-    policy: PolicyCore, batch: list[Any], masks: list[Any], stacked: Array | None = None
+    policy: PolicyCore,
+    batch: list[Any],
+    masks: list[Any],
+    stacked: Array | None = None,
+    decision_ids: Sequence[str] | None = None,
 ) -> list[Decision]:
     """Validate every request, choose, and only then keep the decisions pending: a request
     that fails leaves the policy (generator included) as it was."""
     now = time.time()
+    ids = policy.pending_.given_ids(decision_ids, len(batch))
     with atomic(policy, rng=True):
         uniform = _uniform(policy, batch, stacked)
         if uniform:
@@ -113,7 +118,6 @@ def _decide_requests(
                 _choose_request(policy, *request, now, i)
                 for i, request in enumerate(zip(Xs, checked, evs, strict=True))
             ]
-    ids = policy.pending_.next_ids(len(batch))
     if uniform:
         decisions = _record_uniform(policy, chosen, ids, now, sizes)
     else:
@@ -239,7 +243,11 @@ class Acting(PolicyCore):
 
     @per_round
     def decide(
-        self, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
+        self,
+        contexts: ArrayLike | BlockContexts,
+        mask: ArrayLike | None = None,
+        *,
+        decision_id: str | None = None,
     ) -> Decision:
         """Choose an arm among the rows of ``contexts`` ``[K_t, d]`` and return the decision.
 
@@ -249,9 +257,11 @@ class Acting(PolicyCore):
         reward (by the decision or its id), it expires (``reward_timeout``) or the table is full
         (``max_pending``, ``max_pending_bytes``, ``when_full``). ``mask`` (booleans ``[K_t]``)
         leaves out unavailable arms: they are never chosen and have propensity 0; a mask with no
-        arm raises.
+        arm raises. ``decision_id`` gives the decision an id of the caller's (1 to 128
+        printable ASCII characters, not in use); by default it gets 128 random bits.
         """
         now = time.time()
+        (given,) = self.pending_.given_ids(None if decision_id is None else [decision_id], 1)
         with atomic(self):
             X = self._check(contexts)
             checked = check_mask(mask, X.shape[0])
@@ -259,7 +269,7 @@ class Acting(PolicyCore):
             size = _decision_bytes(ev, X, checked)
             self.pending_.check_room([size], now)
             chosen = _choose_request(self, X, checked, ev, now)
-        decision = _record(self, *chosen, self.pending_.next_id(), now, size)
+        decision = _record(self, *chosen, given, now, size)
         self.pending_.expire(decision.round, now)
         return decision
 
@@ -268,6 +278,8 @@ class Acting(PolicyCore):
         self,
         contexts: ArrayLike | Sequence[ArrayLike | BlockContexts],
         masks: ArrayLike | Sequence[ArrayLike | None] | None = None,
+        *,
+        decision_ids: Sequence[str] | None = None,
     ) -> list[Decision]:
         """Decide ``B`` requests at once: ``contexts`` is an array ``[B, K, d]`` or a list of
         ``B`` context matrices, each with its own number of arms; ``masks`` is None, an array
@@ -276,6 +288,8 @@ class Acting(PolicyCore):
         All ``B`` decisions use the model as it is at the call (no reward learned in between):
         the features of every request come from one network forward pass and the scores from
         one batched ridge evaluation. Random draws (ties, ε, samples) follow request order.
+        ``decision_ids`` gives the decisions ids of the caller's, one per request (as
+        :meth:`decide`'s ``decision_id``).
         """
         if isinstance(contexts, np.ndarray):
             if contexts.ndim != 3:
@@ -301,7 +315,7 @@ class Acting(PolicyCore):
                 f"masks must have one entry per request ({len(batch)}), but {len(mask_list)} "
                 "are given"
             )
-        return _decide_requests(self, batch, mask_list, stacked)
+        return _decide_requests(self, batch, mask_list, stacked, decision_ids)
 
     @per_round
     def probabilities(

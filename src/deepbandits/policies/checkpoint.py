@@ -220,11 +220,17 @@ class Checkpointing(PolicyCore):
         path = Path(path)
         if not path.is_file():
             raise CheckpointNotFoundError(f"no saved policy at {path}")
-        state = upgrade(read_checkpoint(path))
+        return cls.from_state(upgrade(read_checkpoint(path)), str(path))
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], source: str = "the saved state") -> Self:
+        """The policy of a checked ``state`` (``state_dict()``'s, as :meth:`load` reads it
+        from a file): rebuilt from the saved keywords, then loaded. ``source`` names it in
+        errors."""
         held = state.get("recipe") or state["class"]
         if not cls.registry_name() or held != cls.registry_name():
             raise CheckpointError(
-                f"{path} holds a {held} policy; {cls.__name__}.load reads files of "
+                f"{source} holds a {held} policy; {cls.__name__}.load reads files of "
                 f"{cls.registry_name() or 'a registry name'} only"
             )
         params = json.loads(state["params"])
@@ -235,11 +241,11 @@ class Checkpointing(PolicyCore):
         try:
             policy = cls(**params)
         except (DeepBanditsError, TypeError, ValueError) as exc:
-            raise CheckpointError(f"{path} holds invalid {held} parameters: {exc}") from None
+            raise CheckpointError(f"{source} holds invalid {held} parameters: {exc}") from None
         try:
             policy.load_state_dict(state)
         except CheckpointError as exc:
-            raise CheckpointError(f"{path}: {exc}") from None
+            raise CheckpointError(f"{source}: {exc}") from None
         return policy
 
     def save(self, path: str | Path) -> None:

@@ -119,6 +119,38 @@ class PendingDecisions:
         text, width = os.urandom(_ID_BYTES * n).hex(), 2 * _ID_BYTES
         return [text[i : i + width] for i in range(0, width * n, width)]
 
+    def given_ids(self, ids: Any, n: int) -> list[str]:
+        """``ids`` checked as the ids of ``n`` new decisions (a list of ``n`` distinct strings of
+        1 to 128 printable ASCII characters, none of them pending, learned or expired as far as
+        the table remembers), or ``n`` new random ids when ``ids`` is None."""
+        if ids is None:
+            return [self.next_id()] if n == 1 else self.next_ids(n)
+        if isinstance(ids, str) or not isinstance(ids, list | tuple) or len(ids) != n:
+            raise InputValueError(
+                f"decision ids must be a list of {n} strings, one per request, but {ids!r:.80} "
+                "is given"
+            )
+        for decision_id in ids:
+            if not (
+                isinstance(decision_id, str)
+                and 0 < len(decision_id) <= 128
+                and decision_id.isascii()
+                and decision_id.isprintable()
+            ):
+                raise InputValueError(
+                    "a decision id must be a string of 1 to 128 printable ASCII characters, but "
+                    f"{decision_id!r:.80} is given"
+                )
+            if (
+                decision_id in self._pending
+                or decision_id in self._learned
+                or (decision_id in self._expired)
+            ):
+                raise InputValueError(f"decision id {decision_id!r} is in use already")
+        if len(set(ids)) != n:
+            raise InputValueError("decision ids must be distinct, but one is given twice")
+        return list(ids)
+
     def ids(self) -> list[str]:
         """Ids of the pending decisions, oldest first."""
         return list(self._pending)

@@ -20,7 +20,7 @@ from deepbandits.errors import (
     InputTypeError,
     InputValueError,
 )
-from deepbandits.policies.checkpoint import read_checkpoint
+from deepbandits.policies.checkpoint import check_checkpoint, read_checkpoint
 from deepbandits.policies.legacy import upgrade
 from deepbandits.policies.named import Recipe
 from deepbandits.policies.params import (
@@ -115,6 +115,22 @@ def load_policy(path: str | Path, into: Policy | None = None) -> Policy:
     except CheckpointError as exc:
         raise CheckpointError(f"{path}: {exc}") from None
     return policy
+
+
+def policy_from_state(state: Any, source: str = "the saved state") -> Policy:
+    """A policy of a registry name rebuilt from its ``state_dict()`` (as :func:`load_policy`
+    rebuilds one from a file, with the same checks; ``source`` names it in errors)."""
+    try:
+        check_checkpoint(state)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{source} is not a valid policy state: {exc}") from None
+    state = upgrade(state)
+    if state.get("recipe") not in POLICIES:
+        raise CheckpointError(
+            f"{source} holds a {state.get('recipe') or state['class']!r} policy, which is not a "
+            "registered name"
+        )
+    return POLICIES[state["recipe"]].policy_class.from_state(state, source)
 
 
 def make_policy(name: str, *, env: Environment | None = None, **params: Any) -> Policy:

@@ -11,7 +11,12 @@ Four kinds of event make up everything a service did, in the order it did it:
   (:mod:`deepbandits.serve.batches`; log format 2: a log of format 1 holds one decision event
   per decision of a batch, and still replays);
 * ``reward``: a reward learned for a decision id, with its reward range and oracle σ²;
-* ``network``: a network version swapped in by training (the file holding its weights).
+* ``network``: a network version swapped in by training (the file holding its weights);
+* ``challenger``: a challenger added to the service's experiment or removed from it, and
+  ``promote``: a challenger swapped in as champion (:mod:`deepbandits.serve.experiment`).
+
+A decision of the control group (:mod:`deepbandits.serve.control`) is a decision event whose
+body holds ``"group": "control"`` and the control policy's generator state.
 
 Every row carries the service's model version (the network version in force) and a CRC-32 of
 its contents, so that a row damaged on disk is found, not replayed. Floats are written by JSON
@@ -31,7 +36,7 @@ from numpy.typing import NDArray
 
 from deepbandits.policies.decision import Decision, decision_from_state
 
-KINDS = ("decision", "batch", "reward", "network")
+KINDS = ("decision", "batch", "reward", "network", "challenger", "promote")
 
 
 class Event(NamedTuple):
@@ -94,10 +99,12 @@ def rng_json(state: dict[str, Any]) -> str:
     return json.dumps(state, separators=(",", ":"))
 
 
-def decision_body(decision: Decision, contexts: NDArray[np.float64], rng: str) -> str:
+def decision_body(
+    decision: Decision, contexts: NDArray[np.float64], rng: str, control: bool = False
+) -> str:
     """The JSON body of a decision event: ``contexts`` are every arm's (the checked array the
     policy decided on), ``rng`` the policy's generator state after the decision
-    (:func:`rng_json`)."""
+    (:func:`rng_json`); ``control``: decided by the control group's policy."""
     features = decision.features
     same = features is None or (
         features is decision.context
@@ -117,6 +124,8 @@ def decision_body(decision: Decision, contexts: NDArray[np.float64], rng: str) -
         "head": decision.head,
         "extra": {k: _plain(v) for k, v in decision.extra.items()},
     }
+    if control:
+        body["group"] = "control"
     text = json.dumps(body, separators=(",", ":"))
     arrays = f'"mean":{_array_json(decision.mean)},"width":{_array_json(decision.width)},'
     arrays += f'"rng":{rng},"contexts":{_array_json(contexts)},"features":'
@@ -132,6 +141,11 @@ def _array_json(values: Any) -> str:
     if np.isfinite(array).all():
         return orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY).decode()
     return json.dumps(array.tolist(), separators=(",", ":"))
+
+
+def is_control(event: Event) -> bool:
+    """Whether a decision event was decided by the control group's policy."""
+    return event.kind == "decision" and '"group":"control"' in str(event.body)
 
 
 def decision_of(event: Event) -> tuple[Decision, NDArray[np.float64], dict[str, Any]]:
@@ -195,3 +209,14 @@ def network_body(version: int, file: str, sha256: str, snapshot_t: int, seconds:
         },
         separators=(",", ":"),
     )
+
+
+def challenger_body(action: str, name: str, spec: str | None) -> str:
+    """The JSON body of a challenger event: ``action`` ``"add"`` or ``"remove"``."""
+    return json.dumps({"action": action, "name": name, "spec": spec}, separators=(",", ":"))
+
+
+def promote_body(name: str, champion_version: int) -> str:
+    """The JSON body of a promote event: the challenger promoted and the champion's version it
+    starts."""
+    return json.dumps({"name": name, "champion_version": champion_version}, separators=(",", ":"))

@@ -47,7 +47,8 @@ from deepbandits.errors import (
 )
 from deepbandits.policies import Decision, Policy, load_policy, make_policy
 from deepbandits.serve import batches
-from deepbandits.serve.events import Event, decision_of
+from deepbandits.serve.events import Event, decision_of, is_control
+from deepbandits.serve.experiment import Experiment, experiment_bytes, experiment_of
 from deepbandits.serve.log import EventLog
 from deepbandits.serve.logfile import Owner, numbers
 from deepbandits.serve.scale import largest_value
@@ -58,9 +59,16 @@ LOG = logging.getLogger("deepbandits.serve")
 FORMAT = 1
 
 
-def create(folder: StateFolder, spec: str | None, checkpoint: Path | None) -> dict[str, Any]:
+def create(
+    folder: StateFolder,
+    spec: str | None,
+    checkpoint: Path | None,
+    experiment: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Make a new state folder for the policy of ``spec`` (seeded, so that it can be rebuilt)
-    or of the file ``checkpoint``; returns its description (``service.json``)."""
+    or of the file ``checkpoint``, with the ``experiment`` settings (a control group:
+    :func:`~deepbandits.serve.experiment.settings_of`); returns its description
+    (``service.json``)."""
     if (spec is None) == (checkpoint is None):
         raise InputValueError(
             f"a new state folder {folder.root} needs a policy: give --policy SPEC or "
@@ -84,8 +92,13 @@ def create(folder: StateFolder, spec: str | None, checkpoint: Path | None) -> di
             checkpoint=str(checkpoint),
             sha256=sha256(Path(checkpoint).read_bytes()),
         )
+    if experiment is not None:
+        info["experiment"] = experiment
     meta = {"seq": 0, "model_version": 0, "training_due": None, "time": time.time()}
-    folder.save_checkpoint(policy_bytes(policy), meta, base=True)
+    saved = None
+    if experiment is not None:  # the control as made now (a file it came from may go)
+        saved = experiment_bytes(experiment_of(info, None, policy.pending_.max_pending))
+    folder.save_checkpoint(policy_bytes(policy), meta, base=True, experiment=saved)
     folder.write_service(info)
     return info
 
@@ -121,8 +134,32 @@ def open_log(
     return log
 
 
-def check_same(info: dict[str, Any], root: Path, spec: str | None, checkpoint: Path | None) -> None:
-    """Refuse a ``spec`` or ``checkpoint`` other than the one the folder was created with."""
+def check_same(
+    info: dict[str, Any],
+    root: Path,
+    spec: str | None,
+    checkpoint: Path | None,
+    experiment: dict[str, Any] | None = None,
+) -> None:
+    """Refuse a ``spec``, ``checkpoint`` or control group other than the one the folder was
+    created with."""
+    if experiment is not None:
+        saved = info.get("experiment")
+        same = ("control", "share", "window")
+        if saved is None or any(saved.get(k) != experiment[k] for k in same):
+            was = (
+                "no control group"
+                if saved is None
+                else (
+                    f"the control {saved['control']!r} on a share of {saved['share']:g} "
+                    f"(lift window {saved['window']})"
+                )
+            )
+            raise InputValueError(
+                f"the state folder {root} was created with {was}: a control group is set when "
+                "a folder is created; leave out --control, --control-share and --lift-window to "
+                "resume it, or use another --state folder"
+            )
     if spec is not None:
         name, params = parse_spec(spec)
         saved = dict(info.get("params", {}))
@@ -165,14 +202,34 @@ def load(
     )
 
 
-class Replay:
-    """Applies logged events to a policy (module notes)."""
+def load_experiment(
+    folder: StateFolder, info: dict[str, Any], meta: dict[str, Any], policy: Policy
+) -> Experiment:
+    """The service's experiment as the loaded checkpoint (sidecar ``meta``) left it, or as
+    the folder was created when the checkpoint has none."""
+    return experiment_of(info, folder.read_experiment(meta), policy.pending_.max_pending)
 
-    def __init__(self, policy: Policy, folder: StateFolder, model_version: int) -> None:
+
+class Replay:
+    """Applies logged events to a policy and its experiment (module notes)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        folder: StateFolder,
+        model_version: int,
+        experiment: Experiment,
+        spec: str,
+    ) -> None:
         self.policy = policy
         self.folder = folder
         self.model_version = model_version
+        self.experiment = experiment
+        #: The champion's specification (the folder's, until a promotion).
+        self.spec = spec
         self.rng: dict[str, Any] | None = None
+        #: The control policy's generator state after its last decision replayed.
+        self.control_rng: dict[str, Any] | None = None
         self.n = 0
         #: Decisions and rewards replayed.
         self.n_events = 0
@@ -182,18 +239,42 @@ class Replay:
 
     def _apply(self, event: Event) -> None:
         policy = self.policy
-        if event.kind == "decision":
+        experiment = self.experiment
+        if event.kind == "decision" and is_control(event):
+            decision, contexts, self.control_rng = decision_of(event)
+            assert experiment.control is not None
+            self._keep(experiment.control, [decision], contexts, contexts)
+            experiment.keep([decision], [contexts])
+        elif event.kind == "decision":
             decision, contexts, self.rng = decision_of(event)
-            self._keep([decision], contexts, contexts)
+            self._keep(policy, [decision], contexts, contexts)
+            experiment.keep([decision], [contexts])
         elif event.kind == batches.KIND:
             assert isinstance(event.body, bytes)
             decisions, stacked, self.rng = batches.batch_decisions(event.body, event.time)
-            self._keep(decisions, stacked[0], stacked)
+            self._keep(policy, decisions, stacked[0], stacked)
+            experiment.keep(decisions, list(stacked))
         elif event.kind == "reward":
             v = event.values()
             bounds = None if v["reward_range"] is None else tuple(v["reward_range"])
-            policy.learn(event.decision_id, v["reward"], sigma2=v["sigma2"], reward_range=bounds)
+            experiment.learn(
+                policy, event.decision_id, v["reward"], sigma2=v["sigma2"], reward_range=bounds
+            )
             self.n_events += 1
+        elif event.kind == "challenger":
+            v = event.values()
+            if v["action"] == "add":
+                experiment.add(v["name"], v["spec"])
+            else:
+                experiment.remove(v["name"])
+        elif event.kind == "promote":
+            v = event.values()
+            spec = experiment.challenger(v["name"]).spec
+            if self.rng is not None:  # the former champion's generator, as it decided last
+                policy.set_random_state(self.rng)
+                self.rng = None
+            self.policy = experiment.promote(v["name"], policy, self.spec)
+            self.spec = spec
         elif event.kind == "network":
             v = event.values()
             policy.apply_training(self.folder.read_network(v["file"], v["sha256"]))
@@ -201,12 +282,13 @@ class Replay:
         else:
             raise EventLogError(f"unknown event kind {event.kind!r}")
 
-    def _keep(self, decisions: list[Decision], contexts: Any, every: NDArray[np.float64]) -> None:
-        """Put logged decisions back into the pending table, as deciding kept them; ``contexts``
-        (one request's) fix the policy's dimension if no decision did yet; ``every`` are all
-        the decisions' contexts (their scale is kept)."""
+    def _keep(
+        self, policy: Policy, decisions: list[Decision], contexts: Any, every: NDArray[np.float64]
+    ) -> None:
+        """Put logged decisions back into ``policy``'s pending table, as deciding kept them;
+        ``contexts`` (one request's) fix the policy's dimension if no decision did yet;
+        ``every`` are all the decisions' contexts (their scale is kept)."""
         self.largest = max(self.largest, largest_value(every) or 0.0)
-        policy = self.policy
         if policy.n_features_in_ is None:
             policy.initialize(contexts)  # fixes the dimension and builds the state, as decide did
         policy.pending_.add_many(decisions)
@@ -245,6 +327,8 @@ class Replay:
             pending.expire(pending.n_decided - 1, time.time())
         if self.rng is not None:
             self.policy.set_random_state(self.rng)
+        if self.control_rng is not None and self.experiment.control is not None:
+            self.experiment.control.set_random_state(self.control_rng)
         return last
 
     @staticmethod

@@ -35,7 +35,15 @@ from deepbandits.policies import Decision, Policy
 from deepbandits.policies.evaluation import Learned
 from deepbandits.policies.parts.trainer import TrainingJob
 from deepbandits.serve import batches, recovery, training
-from deepbandits.serve.events import decision_body, network_body, reward_body, rng_json
+from deepbandits.serve.events import (
+    challenger_body,
+    decision_body,
+    network_body,
+    promote_body,
+    reward_body,
+    rng_json,
+)
+from deepbandits.serve.experiment import experiment_bytes, settings_of
 from deepbandits.serve.log import EventLog
 from deepbandits.serve.logfile import DURABILITY
 from deepbandits.serve.recovery import as_float_array
@@ -100,6 +108,14 @@ class ServiceState:
     max_context_ratio : float or None, default=1e6
         Refuse a request whose contexts reach more than this many times the largest absolute
         value decided on so far (:mod:`deepbandits.serve.scale`); None: no check.
+    control : str, optional
+        The control group's policy (:mod:`deepbandits.serve.control`: ``"uniform"``,
+        ``"arm=K"``, a policy specification or file) of a new folder; on an existing folder it
+        must be the one it was created with (or be left out).
+    control_share : float, optional
+        The share of requests the control decides (default 0.05 with a control).
+    lift_window : int, optional
+        Rewards in the lift's sliding window (:mod:`deepbandits.serve.lift`; default 10,000).
     """
 
     def __init__(
@@ -112,6 +128,9 @@ class ServiceState:
         snapshot_every: int | None = None,
         training_timeout: float | None = 600.0,
         max_context_ratio: float | None = MAX_CONTEXT_RATIO,
+        control: str | None = None,
+        control_share: float | None = None,
+        lift_window: int | None = None,
     ) -> None:
         if durability not in DURABILITY:
             raise InputValueError(
@@ -138,10 +157,13 @@ class ServiceState:
         self.notes: list[str] = []
         self.training_listeners: list[Callable[[float], None]] = []
         self._stack = ExitStack()
+        experiment = settings_of(control, control_share, lift_window)
         self._hold(self.folder.root)
         self._stack.enter_context(folder_lock(self.folder.root))
         try:
-            self._open(policy, None if checkpoint is None else Path(checkpoint), durability)
+            self._open(
+                policy, None if checkpoint is None else Path(checkpoint), durability, experiment
+            )
         except BaseException:
             self._stack.close()
             raise
@@ -158,23 +180,27 @@ class ServiceState:
             _HELD.add(key)
         self._stack.callback(_release, key)
 
-    def _open(self, spec: str | None, checkpoint: Path | None, durability: str) -> None:
+    def _open(
+        self,
+        spec: str | None,
+        checkpoint: Path | None,
+        durability: str,
+        experiment: dict[str, Any] | None,
+    ) -> None:
         info = self.folder.read_service()
         if info is None:
-            info = recovery.create(self.folder, spec, checkpoint)
+            info = recovery.create(self.folder, spec, checkpoint, experiment)
         else:
-            recovery.check_same(info, self.folder.root, spec, checkpoint)
+            recovery.check_same(info, self.folder.root, spec, checkpoint, experiment)
         self.info = info
         self.log: EventLog = recovery.open_log(self.folder, info, durability, self.notes)
         self._stack.callback(self.log.close)
         self.notes.extend(self.log.notes)
         policy, meta = recovery.load(self.folder, info, self.notes)
-        self.trainer = training.trainer_of(policy)
-        if self.trainer is not None:
-            self.trainer.defer()
-            self.trainer.due_ = meta.get("training_due")
-            torch.set_num_threads(1)  # the request path and the trainer share the cores
-            training.PROCESS.start()
+        trainer = training.trainer_of(policy)
+        if trainer is not None:
+            trainer.defer()
+            trainer.due_ = meta.get("training_due")
         if int(meta["seq"]) > self.log.last_seq():
             note = (
                 f"the checkpoint includes events up to {meta['seq']} but the log ends at "
@@ -183,11 +209,19 @@ class ServiceState:
             self.notes.append(note)
             LOG.warning(note)
             self.log.skip_to(int(meta["seq"]))
-        replay = recovery.Replay(policy, self.folder, int(meta["model_version"]))
+        self.experiment = recovery.load_experiment(self.folder, info, meta, policy)
+        replay = recovery.Replay(
+            policy, self.folder, int(meta["model_version"]), self.experiment, self.spec
+        )
         self.last_checkpoint = int(meta["seq"])
         self.replayed_to = replay.run(self.log, self.last_checkpoint, self.notes)
         self.replayed = replay.n
-        self.policy: Policy = policy
+        self.policy: Policy = replay.policy  # a promotion replayed swaps the champion
+        #: The champion's specification (the folder's, until a promotion).
+        self.champion_spec = replay.spec
+        #: One more at each promotion: a training of an earlier champion is not swapped in.
+        self._generation = 0
+        self._take_trainer()
         self.scale.seen(max(float(meta.get("context_scale", 0.0)), replay.largest))
         self.model_version = replay.model_version
         self.n_events = recovery.events_before(meta, self.log) + replay.n_events
@@ -199,6 +233,13 @@ class ServiceState:
         self._snapshot_lock = threading.Lock()
         self._closed = False
         self.maybe_train()
+
+    def _take_trainer(self) -> None:
+        """Train the champion's network off the request path, if it has one."""
+        self.trainer = training.trainer_of(self.policy)
+        if self.trainer is not None:
+            torch.set_num_threads(1)  # the request path and the trainer share the cores
+            training.PROCESS.start()
 
     @property
     def spec(self) -> str:
@@ -228,15 +269,40 @@ class ServiceState:
         ]
         return futures[-1]
 
+    def _log_control(self, decisions: list[Decision], contexts: list[Any]) -> Future[int]:
+        """Append the decision events of the control group's ``decisions``; the last's commit."""
+        assert self.experiment.control is not None
+        rng = rng_json(self.experiment.control.random_state())
+        version, append = self.model_version, self.log.append
+        futures = [
+            append(
+                "decision", d.time, d.id, version, decision_body(d, as_float_array(X), rng, True)
+            )[1]
+            for d, X in zip(decisions, contexts, strict=True)
+        ]
+        return futures[-1]
+
     def decide(self, contexts: Any, mask: Any = None) -> tuple[Decision, Future[int]]:
-        """``policy.decide(contexts, mask)``, logged; returns the decision and its commit."""
+        """``policy.decide(contexts, mask)``, logged; returns the decision and its commit. With
+        a control group or challengers, the experiment routes it
+        (:mod:`deepbandits.serve.experiment`)."""
         contexts = plain_numbers(contexts, 2)
         with self.lock:
             self._check_open()
             largest = self.scale.check(contexts)
-            decision = self.policy.decide(contexts, mask)
+            experiment = self.experiment
+            if not experiment.active:
+                decision = self.policy.decide(contexts, mask)
+                control = False
+            else:
+                decision, control = experiment.decide(self.policy, contexts, mask)
             self.scale.seen(largest)
-            future = self._log_decisions([decision], [contexts])
+            if control:
+                future = self._log_control([decision], [contexts])
+            else:
+                future = self._log_decisions([decision], [contexts])
+            if experiment.active:
+                experiment.keep([decision], [as_float_array(contexts)])
             self._count(1)
         return decision, future
 
@@ -249,11 +315,42 @@ class ServiceState:
         with self.lock:
             self._check_open()
             largest = self.scale.check(batch)
-            decisions = self.policy.decide_batch(batch, masks)
-            self.scale.seen(largest)
-            future = self._log_decisions(decisions, batch)
+            if not self.experiment.active:
+                decisions = self.policy.decide_batch(batch, masks)
+                self.scale.seen(largest)
+                future = self._log_decisions(decisions, batch)
+            else:
+                decisions, future = self._decide_routed(batch, masks)
+                self.scale.seen(largest)
             self._count(len(decisions))
         return decisions, future
+
+    def _decide_routed(self, batch: Any, masks: Any) -> tuple[list[Decision], Future[int]]:
+        """:meth:`decide_batch` through the experiment: the champion's requests as one batch,
+        then the control's; the decisions in request order, and the last commit."""
+        requests = list(batch)
+        mask_list = [None] * len(requests) if masks is None else list(masks)
+        if len(mask_list) != len(requests):
+            raise InputValueError(
+                f"masks must have one entry per request ({len(requests)}), but {len(mask_list)} "
+                "are given"
+            )
+        mine, ours, theirs, controlled = self.experiment.decide_batch(
+            self.policy, requests, mask_list
+        )
+        future = None
+        if ours:
+            rows = batch[mine] if isinstance(batch, np.ndarray) else [requests[i] for i in mine]
+            future = self._log_decisions(ours, rows)
+            self.experiment.keep(ours, [as_float_array(requests[i]) for i in mine])
+        if controlled:
+            future = self._log_control(controlled, [requests[i] for i in theirs])
+            self.experiment.keep(controlled, [as_float_array(requests[i]) for i in theirs])
+        assert future is not None
+        out: list[Decision] = [None] * len(requests)  # type: ignore[list-item]
+        for i, d in zip([*mine, *theirs], [*ours, *controlled], strict=True):
+            out[i] = d
+        return out, future
 
     def learn(
         self,
@@ -270,7 +367,9 @@ class ServiceState:
             self._check_open()
             if bounds is None and lacks_reward_range(self.policy):
                 raise InputValueError(no_reward_range(self.spec))
-            learned = self.policy.learn(decision_id, reward, sigma2=sigma2, reward_range=bounds)
+            learned = self.experiment.learn(
+                self.policy, decision_id, reward, sigma2=sigma2, reward_range=bounds
+            )
             body = reward_body(
                 float(reward),
                 None if bounds is None else (float(bounds[0]), float(bounds[1])),
@@ -282,6 +381,82 @@ class ServiceState:
             self._count(1)
         self.maybe_train()
         return learned, future
+
+    # ------------------------------------------------------------------ experiment
+    def add_challenger(self, spec: Any, name: Any = None) -> dict[str, Any]:
+        """Register a challenger in shadow (:mod:`deepbandits.serve.shadow`), logged; returns
+        its report once the event is committed. ``name`` defaults to ``spec``."""
+        with self.lock:
+            self._check_open()
+            name, spec = self.experiment.check_new(name, spec)
+            future = self.log.append(
+                "challenger",
+                time.time(),
+                None,
+                self.model_version,
+                challenger_body("add", name, spec),
+            )[1]
+            challenger = self.experiment.add(name, spec)
+            self._count(0)
+        future.result()
+        return challenger.report()
+
+    def remove_challenger(self, name: Any) -> None:
+        """Remove a challenger, logged."""
+        with self.lock:
+            self._check_open()
+            self.experiment.challenger(name)
+            future = self.log.append(
+                "challenger",
+                time.time(),
+                None,
+                self.model_version,
+                challenger_body("remove", name, None),
+            )[1]
+            self.experiment.remove(name)
+        future.result()
+
+    def promote(self, name: Any) -> dict[str, Any]:
+        """Swap challenger ``name`` in as champion (:mod:`deepbandits.serve.experiment`),
+        logged; a training of the former champion still running is dropped. Returns the new
+        champion's name and version once the event is committed."""
+        with self.lock:
+            self._check_open()
+            challenger = self.experiment.challenger(name)
+            version = self.experiment.champion_version + 1
+            future = self.log.append(
+                "promote", time.time(), None, self.model_version, promote_body(name, version)
+            )[1]
+            former, former_spec = self.experiment.champion_name, self.champion_spec
+            self.policy = self.experiment.promote(name, self.policy, former_spec)
+            self.champion_spec = challenger.spec
+            self._generation += 1
+            self._take_trainer()
+        future.result()
+        self.maybe_train()
+        return {"champion": name, "champion_version": version, "former": former}
+
+    def challengers(self) -> dict[str, Any]:
+        """The champion (its rewards' mean) and every challenger's report."""
+        with self.lock:
+            experiment = self.experiment
+            lift = experiment.lift.all["policy"]
+            return {
+                "champion": {
+                    "name": experiment.champion_name,
+                    "spec": self.champion_spec,
+                    "champion_version": experiment.champion_version,
+                    "rewards": lift.n,
+                    "mean_reward": lift.mean if lift.n else None,
+                },
+                "challengers": [c.report() for c in experiment.challengers.values()],
+            }
+
+    def lift(self) -> dict[str, Any]:
+        """The lift of the served policy over the control group
+        (:mod:`deepbandits.serve.lift`)."""
+        with self.lock:
+            return self.experiment.report_lift()
 
     def _count(self, n: int) -> None:
         """Count ``n`` events (under the lock); start a periodic snapshot when one is due."""
@@ -323,12 +498,13 @@ class ServiceState:
 
     def _train(self, job: TrainingJob) -> None:
         try:
+            generation = self._generation
             state = training.run_in_process(job, self.training_timeout)
             version = self.model_version + 1  # only this thread changes it, one at a time
             file, checksum = self.folder.write_network(version, state)
             with self.lock:
-                if self._closed:
-                    return
+                if self._closed or generation != self._generation:
+                    return  # shut down, or the champion it trained was swapped out
                 self.policy.apply_training(state)
                 self.model_version = version
                 body = network_body(version, file, checksum, job.snapshot_t, state["seconds"])
@@ -354,6 +530,7 @@ class ServiceState:
             with self.lock:
                 self._check_open()
                 data = policy_bytes(self.policy)
+                experiment = experiment_bytes(self.experiment)
                 meta = {
                     "seq": self.log.seq,
                     "events": self.n_events,
@@ -365,7 +542,7 @@ class ServiceState:
                     "context_scale": self.scale.largest,
                 }
             self.log.flush(meta["seq"])
-            self.folder.save_checkpoint(data, meta)
+            self.folder.save_checkpoint(data, meta, experiment=experiment)
             self.last_checkpoint = max(self.last_checkpoint, int(meta["seq"]))
             return meta
 
@@ -400,6 +577,10 @@ class ServiceState:
                 "last_event": self.log.seq,
                 "last_checkpoint": self.last_checkpoint,
                 "policy": self.info["policy"],
+                "champion": self.experiment.champion_name,
+                "champion_version": self.experiment.champion_version,
+                "control": self.experiment.control_spec,
+                "challengers": list(self.experiment.challengers),
                 "durability": self.log.durability,
                 "notes": list(self.notes),
             }

@@ -6,7 +6,9 @@
       service.json            what the folder serves (policy spec or source checkpoint), created
       events.sqlite           the event log (deepbandits.serve.log)
       base.pt, base.json      the policy as it was when the folder was created (event 0)
-      checkpoints/            ckpt-<seq>.pt + ckpt-<seq>.json: the newest two snapshots
+      base.experiment.pt      the experiment (control group, challengers) at event 0, if any
+      checkpoints/            ckpt-<seq>.pt + ckpt-<seq>.json: the newest two snapshots, and
+                              ckpt-<seq>.experiment.pt with a control group or challengers
       networks/               net-<version>.pt: each network version swapped in by training
 
 Every file is written through :func:`~deepbandits._io.write_atomic`; a checkpoint is the
@@ -39,6 +41,8 @@ from deepbandits.policies.checkpoint import to_saveable
 SERVICE_FILE = "service.json"
 LOG_FILE = "events.sqlite"
 KEEP = 2
+#: The suffix of a checkpoint's experiment file (:mod:`deepbandits.serve.experiment`).
+EXPERIMENT_SUFFIX = ".experiment.pt"
 LOG = logging.getLogger("deepbandits.serve")
 
 
@@ -90,10 +94,18 @@ class StateFolder:
         write_atomic(self.root / SERVICE_FILE, json.dumps(info, indent=2) + "\n")
 
     # ------------------------------------------------------------------ checkpoints
-    def save_checkpoint(self, data: bytes, meta: dict[str, Any], *, base: bool = False) -> Path:
-        """Write a checkpoint (the policy file ``data`` and its sidecar ``meta`` plus the
-        file's name and checksum and the folder's id); keep the newest :data:`KEEP`. Returns
-        the sidecar's path."""
+    def save_checkpoint(
+        self,
+        data: bytes,
+        meta: dict[str, Any],
+        *,
+        base: bool = False,
+        experiment: bytes | None = None,
+    ) -> Path:
+        """Write a checkpoint (the policy file ``data``, the file of the service's
+        experiment ``experiment`` when given, and the sidecar ``meta`` plus the files' names
+        and checksums and the folder's id); keep the newest :data:`KEEP`. Returns the
+        sidecar's path."""
         if base:
             pt, sidecar = self.root / "base.pt", self.root / "base.json"
         else:
@@ -106,10 +118,18 @@ class StateFolder:
             "sha256": sha256(data),
             "folder_id": self.id,
         }
+        if experiment is not None:
+            extra = sidecar.with_suffix(EXPERIMENT_SUFFIX)
+            write_atomic(extra, experiment)
+            full["experiment"] = {
+                "file": str(extra.relative_to(self.root)),
+                "sha256": sha256(experiment),
+            }
         write_atomic(sidecar, json.dumps(full, indent=2) + "\n")
         if not base:
             for old in self.sidecars()[KEEP:]:
                 old.with_suffix(".pt").unlink(missing_ok=True)
+                old.with_suffix(EXPERIMENT_SUFFIX).unlink(missing_ok=True)
                 old.unlink(missing_ok=True)
         return sidecar
 
@@ -136,7 +156,24 @@ class StateFolder:
             raise CheckpointError(f"{sidecar.name} cannot be read: {exc}") from None
         if sha256(data) != meta.get("sha256"):
             raise CheckpointError(f"{pt.name} does not match the checksum in {sidecar.name}")
+        self.read_experiment(meta)  # a checkpoint whose experiment is damaged is damaged
         return load_policy(pt)
+
+    def read_experiment(self, meta: dict[str, Any]) -> bytes | None:
+        """The bytes of the experiment file a checkpoint's sidecar ``meta`` names, checked
+        against its checksum (None when it names none)."""
+        entry = meta.get("experiment")
+        if entry is None:
+            return None
+        try:
+            data = (self.root / entry["file"]).read_bytes()
+        except (OSError, KeyError, TypeError) as exc:
+            raise CheckpointError(
+                f"the experiment file of a checkpoint cannot be read: {exc}"
+            ) from None
+        if sha256(data) != entry.get("sha256"):
+            raise CheckpointError(f"{entry['file']} does not match the checksum in its sidecar")
+        return data
 
     def load_newest(self, notes: list[str]) -> tuple[Policy, dict[str, Any]] | None:
         """The newest checkpoint of this folder that loads (then the base), with its sidecar;

@@ -33,6 +33,19 @@ def trainer_of(policy: Policy) -> Trainer | None:
     return trainer if isinstance(trainer, Trainer) else None
 
 
+def hand_over(former: Policy, champion: Policy) -> None:
+    """A promotion's change of who trains where: the new ``champion`` leaves its trainings to
+    the service (deferred, none due), the ``former`` champion, now in shadow, trains inside
+    ``learn`` again (a training it had due is dropped: the next one of its schedule comes)."""
+    old, new = trainer_of(former), trainer_of(champion)
+    if old is not None:
+        old.defer(False)
+        old.due_ = None
+    if new is not None:
+        new.defer()
+        new.due_ = None
+
+
 #: The training process of this server (:mod:`deepbandits.serve.trainer_process`).
 PROCESS = TrainingProcess()
 

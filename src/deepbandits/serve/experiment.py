@@ -1,0 +1,431 @@
+"""A live experiment around the served policy: a control group, challengers in shadow, and
+promotion of a challenger to champion.
+
+:class:`Experiment` is what :class:`~deepbandits.serve.state.ServiceState` and the replay of
+its log (:mod:`deepbandits.serve.recovery`) both drive, in log order, so that a restarted
+service is the uninterrupted one bit for bit:
+
+* **deciding**: a request whose decision id hashes into the control share
+  (:mod:`deepbandits.serve.control`) is decided by the control policy and logged with
+  ``"group": "control"``; the others by the champion. Every challenger then looks at the request
+  (:meth:`~deepbandits.serve.shadow.Challenger.look`), and the request's contexts are kept until
+  its reward (:class:`Round`, at most ``max_rounds``, the oldest dropped first);
+* **learning**: the reward goes to the policy that decided (the control, the champion, or a
+  former champion that still holds the decision pending), counts in the lift of its group
+  (:mod:`deepbandits.serve.lift`), and every challenger keeps its off-policy terms and learns the
+  round (:mod:`deepbandits.serve.shadow`);
+* **challenger** events register or remove a challenger (``POST /v1/challengers``,
+  ``DELETE /v1/challengers/{name}``, ``--challenger``);
+* a **promote** event swaps a challenger and the champion: the challenger serves from the next
+  request on, the former champion becomes a challenger of the same name it served under (so that
+  the rewards of its pending decisions still reach it, and promoting it back is a rollback). The
+  champion's version (``champion_version``: 0, then one more per promotion) is in every answer
+  and in the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from deepbandits.errors import DeepBanditsError, InputValueError
+from deepbandits.policies import Decision, Policy, make_policy
+from deepbandits.policies.checkpoint import to_saveable
+from deepbandits.policies.choice import check_mask
+from deepbandits.policies.evaluation import Learned
+from deepbandits.policies.registry import policy_from_state
+from deepbandits.serve import training
+from deepbandits.serve.control import (
+    SHARE,
+    check_share,
+    control_mask,
+    fixed_arm,
+    in_control,
+    make_control,
+)
+from deepbandits.serve.lift import WINDOW, LiftTracker
+from deepbandits.serve.shadow import Challenger
+from deepbandits.specs import parse_spec
+
+Array = NDArray[np.float64]
+#: Most challengers a service runs at once (each costs a look per request and an update per
+#: reward on the request path).
+MAX_CHALLENGERS = 8
+
+
+@dataclass
+class Round:
+    """A served request awaiting its reward, as the challengers need it."""
+
+    contexts: Array
+    arm: int
+    propensity: float
+    looks: dict[str, tuple[Array, Array] | None] = field(default_factory=dict)
+
+
+def check_name(name: Any) -> str:
+    """A challenger's name: 1 to 64 printable ASCII characters."""
+    if not (
+        isinstance(name, str) and 0 < len(name) <= 64 and name.isascii() and name.isprintable()
+    ):
+        raise InputValueError(
+            f"a challenger's name must be 1 to 64 printable ASCII characters, but {name!r:.80} "
+            "is given"
+        )
+    return name
+
+
+def policy_of_spec(spec: Any, seed: int) -> Policy:
+    """The library policy of a challenger's specification (seeded by ``seed`` unless it names
+    a seed)."""
+    if not isinstance(spec, str) or not spec:
+        raise InputValueError(f"a challenger needs a policy specification, but {spec!r} is given")
+    name, params = parse_spec(spec)
+    params.setdefault("seed", seed)
+    try:
+        return make_policy(name, **params)
+    except InputValueError as exc:
+        raise InputValueError(f"challenger {spec!r}: {exc}") from None
+
+
+class Experiment:
+    """The control group, the challengers and the champion's version (module notes).
+
+    Parameters
+    ----------
+    champion : str
+        The name the served policy is listed under (its specification).
+    control : str, optional
+        The control (``"uniform"``, ``"arm=K"``, a policy specification or file).
+    share : float, default=0.0
+        The share of requests the control decides.
+    seed : int, default=0
+        The seed of the hash that draws the control group, and of the control's and the
+        challengers' policies.
+    window : int, default=WINDOW
+        Rewards in the lift's sliding window.
+    max_rounds : int, default=100_000
+        Requests kept for the challengers until their reward.
+    """
+
+    def __init__(
+        self,
+        champion: str,
+        control: str | None = None,
+        share: float = 0.0,
+        seed: int = 0,
+        window: int = WINDOW,
+        max_rounds: int = 100_000,
+    ) -> None:
+        self.champion_name = champion
+        self.control_spec = control
+        self.control: Policy | None = None if control is None else make_control(control, seed)
+        self.arm = None if control is None else fixed_arm(control)
+        self.share = share if control is not None else 0.0
+        self.seed = seed
+        self.lift = LiftTracker(window)
+        self.challengers: dict[str, Challenger] = {}
+        self.rounds: OrderedDict[str, Round] = OrderedDict()
+        self.max_rounds = max_rounds
+        self.champion_version = 0
+
+    @property
+    def active(self) -> bool:
+        """Whether requests take the experiment's path (a control or a challenger)."""
+        return self.control is not None or bool(self.challengers)
+
+    def group(self, decision_id: str) -> str:
+        """``"control"`` or ``"policy"``: who decides request ``decision_id``."""
+        return "control" if in_control(decision_id, self.seed, self.share) else "policy"
+
+    # ------------------------------------------------------------------ deciding
+    def decide(self, champion: Policy, contexts: Any, mask: Any) -> tuple[Decision, bool]:
+        """Decide one request; the decision and whether the control decided it."""
+        (decision_id,) = champion.pending_.next_ids(1)
+        if self.group(decision_id) == "policy":
+            return champion.decide(contexts, mask, decision_id=decision_id), False
+        self._check_control(champion, contexts, mask)
+        return self._control_decide(contexts, mask, decision_id), True
+
+    def decide_batch(
+        self, champion: Policy, batch: list[Any], masks: list[Any]
+    ) -> tuple[list[int], list[Decision], list[int], list[Decision]]:
+        """Decide ``batch`` (a list of requests' contexts): the indices and decisions of the
+        champion's requests (one ``decide_batch``), then the control's (one each). The
+        control's requests are checked before anything is decided, so that a request that fails
+        leaves every policy as it was."""
+        ids = champion.pending_.next_ids(len(batch))
+        mine = [i for i, d in enumerate(ids) if self.group(d) == "policy"]
+        theirs = sorted(set(range(len(batch))) - set(mine))
+        for i in theirs:
+            self._check_control(champion, batch[i], masks[i])
+        ours: list[Decision] = []
+        if mine:
+            ours = champion.decide_batch(
+                [batch[i] for i in mine],
+                [masks[i] for i in mine],
+                decision_ids=[ids[i] for i in mine],
+            )
+        controlled = [self._control_decide(batch[i], masks[i], ids[i]) for i in theirs]
+        return mine, ours, theirs, controlled
+
+    def _check_control(self, champion: Policy, contexts: Any, mask: Any) -> None:
+        """Refuse a request for the control as the champion would refuse it (its contexts
+        checked by both policies' ``predict``, which changes nothing, and its mask)."""
+        assert self.control is not None
+        champion.predict(contexts)
+        self.control.predict(contexts)
+        check_mask(mask, len(contexts))
+
+    def _control_decide(self, contexts: Any, mask: Any, decision_id: str) -> Decision:
+        assert self.control is not None
+        decision = self.control.decide(
+            contexts, control_mask(mask, len(contexts), self.arm), decision_id=decision_id
+        )
+        if self.arm is not None:  # the log keeps the request's own mask (what was available)
+            given = None if mask is None else np.asarray(mask, dtype=bool).copy()
+            decision = decision._replace(mask=given)
+        return decision
+
+    def keep(self, decisions: list[Decision], contexts: list[Array]) -> None:
+        """The challengers look at the requests of ``decisions`` (made from ``contexts``, in
+        log order), whose rounds are kept for them."""
+        if not self.challengers:
+            return
+        for decision, X in zip(decisions, contexts, strict=True):
+            looks = {name: c.look(X, decision.mask) for name, c in self.challengers.items()}
+            self.rounds[decision.id] = Round(X, decision.arm, decision.propensity, looks)
+            while len(self.rounds) > self.max_rounds:
+                self.rounds.popitem(last=False)
+
+    # ------------------------------------------------------------------ learning
+    def learn(self, champion: Policy, decision_id: str, reward: float, **kwargs: Any) -> Learned:
+        """Learn a reward (module notes); a call that raises changes nothing."""
+        group = self.group(decision_id)
+        round_ = self.rounds.get(decision_id)
+        owner: Challenger | None = None
+        if group == "control":
+            assert self.control is not None
+            learned = self.control.learn(decision_id, reward, **kwargs)
+        elif decision_id in champion.pending_ or round_ is None:
+            owner = self._former(decision_id)
+            if owner is None:
+                learned = champion.learn(decision_id, reward, **kwargs)
+            else:
+                learned = owner.policy.learn(decision_id, reward, **kwargs)
+        else:  # decided by a former champion, while the champion was a challenger
+            owner = self._former(decision_id)
+            if owner is None:
+                learned = champion.learn(decision_id, reward, **kwargs)  # raises: not pending
+            else:
+                learned = owner.policy.learn(decision_id, reward, **kwargs)
+                with contextlib.suppress(DeepBanditsError):  # as a challenger's update would
+                    champion.update(round_.contexts, round_.arm, reward, **kwargs)
+        self.lift.add(group, float(reward))
+        if round_ is not None:
+            del self.rounds[decision_id]
+            for name, challenger in self.challengers.items():
+                if challenger is not owner:
+                    challenger.learn(
+                        round_.looks.get(name),
+                        round_.contexts,
+                        round_.arm,
+                        round_.propensity,
+                        float(reward),
+                        **kwargs,
+                    )
+        return learned
+
+    def _former(self, decision_id: str) -> Challenger | None:
+        """The challenger (a former champion) that holds decision ``decision_id`` pending."""
+        for challenger in self.challengers.values():
+            if decision_id in challenger.policy.pending_:
+                return challenger
+        return None
+
+    # ------------------------------------------------------------------ challengers
+    def check_new(self, name: Any, spec: Any) -> tuple[str, str]:
+        """``(name, spec)`` of a challenger that can be added (its policy is made to check the
+        specification, and dropped)."""
+        spec_name = spec if name is None else name
+        check_name(spec_name)
+        if spec_name in self.challengers or spec_name == self.champion_name:
+            raise InputValueError(f"a policy named {spec_name!r} is in the experiment already")
+        if len(self.challengers) >= MAX_CHALLENGERS:
+            raise InputValueError(
+                f"a service runs at most {MAX_CHALLENGERS} challengers; remove one first"
+            )
+        policy_of_spec(spec, self.seed)
+        return spec_name, spec
+
+    def add(self, name: str, spec: str) -> Challenger:
+        """Register challenger ``name`` of ``spec`` (checked by :meth:`check_new`)."""
+        challenger = Challenger(name, spec, policy_of_spec(spec, self.seed))
+        self.challengers[name] = challenger
+        return challenger
+
+    def challenger(self, name: Any) -> Challenger:
+        """The challenger ``name``; an :class:`~deepbandits.errors.InputValueError` naming the
+        challengers otherwise."""
+        if not isinstance(name, str) or name not in self.challengers:
+            known = ", ".join(map(repr, self.challengers)) or "none"
+            raise InputValueError(f"no challenger named {name!r:.80} (challengers: {known})")
+        return self.challengers[name]
+
+    def remove(self, name: str) -> None:
+        """Remove challenger ``name``."""
+        self.challenger(name)
+        del self.challengers[name]
+        for round_ in self.rounds.values():
+            round_.looks.pop(name, None)
+
+    def promote(self, name: str, champion: Policy, champion_spec: str) -> Policy:
+        """Swap challenger ``name`` and the champion; returns the new champion (module notes)."""
+        challenger = self.challenger(name)
+        former = Challenger(self.champion_name, champion_spec, champion)
+        del self.challengers[name]
+        self.challengers[former.name] = former
+        for round_ in self.rounds.values():
+            round_.looks.pop(name, None)
+        self.champion_name = name
+        self.champion_version += 1
+        training.hand_over(champion, challenger.policy)
+        return challenger.policy
+
+    # ------------------------------------------------------------------ reports
+    def report_lift(self) -> dict[str, Any]:
+        """The lift report (:meth:`~deepbandits.serve.lift.LiftTracker.report`) with the
+        control's description."""
+        return {
+            "control": self.control_spec,
+            "share": self.share,
+            "champion": self.champion_name,
+            "champion_version": self.champion_version,
+            **self.lift.report(),
+        }
+
+    # ------------------------------------------------------------------ checkpoints
+    def state(self) -> dict[str, Any]:
+        """Everything of the experiment a checkpoint keeps, as tensors and plain values
+        (``torch.save``-able, read back with ``weights_only=True``)."""
+        rounds = [
+            [
+                decision_id,
+                r.contexts,
+                r.arm,
+                r.propensity,
+                {name: None if look is None else list(look) for name, look in r.looks.items()},
+            ]
+            for decision_id, r in self.rounds.items()
+        ]
+        return to_saveable(
+            {
+                "champion_name": self.champion_name,
+                "champion_version": self.champion_version,
+                "control": None if self.control is None else self.control.state_dict(),
+                "lift": self.lift.state(),
+                "challengers": [
+                    {**c.state(), "policy": c.policy.state_dict()}
+                    for c in self.challengers.values()
+                ],
+                "rounds": rounds,
+            }
+        )
+
+    def load(self, state: dict[str, Any], source: str) -> None:
+        """Inverse of :meth:`state` (``source`` names the file in errors)."""
+        state = from_saved(state)
+        self.champion_name = str(state["champion_name"])
+        self.champion_version = int(state["champion_version"])
+        if state["control"] is not None:
+            self.control = policy_from_state(state["control"], f"{source} (control)")
+        self.lift.load(state["lift"])
+        self.challengers = {}
+        for saved in state["challengers"]:
+            policy = policy_from_state(saved["policy"], f"{source} ({saved['name']})")
+            challenger = Challenger(saved["name"], saved["spec"], policy)
+            challenger.load(saved)
+            self.challengers[challenger.name] = challenger
+        self.rounds = OrderedDict(
+            (
+                decision_id,
+                Round(
+                    np.asarray(contexts, dtype=np.float64),
+                    int(arm),
+                    float(propensity),
+                    {
+                        name: None
+                        if look is None
+                        else (np.asarray(look[0], np.float64), np.asarray(look[1], np.float64))
+                        for name, look in looks.items()
+                    },
+                ),
+            )
+            for decision_id, contexts, arm, propensity, looks in state["rounds"]
+        )
+
+
+def from_saved(obj: Any) -> Any:
+    """Tensors of a saved experiment back to arrays, a policy's state (a dict with ``"format"``
+    and ``"recipe"``) left as the policy reads it."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numpy()
+    if isinstance(obj, dict):
+        if "recipe" in obj and "format" in obj:
+            return obj
+        return {k: from_saved(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_saved(v) for v in obj]
+    return obj
+
+
+def settings_of(control: Any, share: Any, window: Any) -> dict[str, Any] | None:
+    """The experiment settings of a new state folder (``service.json``'s ``experiment``),
+    checked, with a fresh seed; None without a control. The control's policy is made once to
+    check it."""
+    if control is None:
+        if share is not None:
+            raise InputValueError("a control share needs a control (--control SPEC)")
+        if window is not None:
+            raise InputValueError("a lift window needs a control (--control SPEC)")
+        return None
+    share = SHARE if share is None else check_share(share)
+    window = WINDOW if window is None else window
+    if isinstance(window, bool) or not isinstance(window, int) or window < 2:
+        raise InputValueError(f"lift window must be an integer >= 2, but {window!r} is given")
+    make_control(control, 0)
+    seed = int.from_bytes(os.urandom(7), "big")
+    return {"control": control, "share": share, "seed": seed, "window": window}
+
+
+def experiment_of(info: dict[str, Any], saved: bytes | None, max_rounds: int) -> Experiment:
+    """The experiment of a state folder described by ``info``, as the checkpoint's experiment
+    file ``saved`` holds it (None: as the folder was created)."""
+    settings = info.get("experiment") or {}
+    experiment = Experiment(
+        str(info["policy"]),
+        settings.get("control"),
+        float(settings.get("share", 0.0)),
+        int(settings.get("seed", 0)),
+        int(settings.get("window", WINDOW)),
+        max_rounds,
+    )
+    if saved is not None:
+        state = torch.load(io.BytesIO(saved), weights_only=True, map_location="cpu")
+        experiment.load(state, "the checkpoint's experiment file")
+    return experiment
+
+
+def experiment_bytes(experiment: Experiment) -> bytes:
+    """The experiment file's bytes (:meth:`Experiment.state`, ``torch.save``'s format)."""
+    buffer = io.BytesIO()
+    torch.save(experiment.state(), buffer)
+    return buffer.getvalue()

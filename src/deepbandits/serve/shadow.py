@@ -1,0 +1,231 @@
+"""Challengers in shadow: candidate policies that see every request and reward of a service,
+never serve, and whose value on the served traffic is estimated as it grows.
+
+On each request a challenger states what it would do: its probability of every arm π(· | x)
+(the policy's ``probabilities``; for a policy that samples its index, the one-hot of the arm it
+would draw, whose expectation is its distribution) and its estimated mean of every arm q̂(x, ·)
+(``predict``). When the reward of that request arrives, with the arm served and its logged
+propensity π₀(a | x), the challenger keeps one round of the off-policy terms of
+:class:`~deepbandits.ope.estimator.Terms` (wₜ = π(aₜ | xₜ) / π₀(aₜ | xₜ), q̂(xₜ, π) and
+q̂(xₜ, aₜ)), then learns the round itself (``update``: the served arm's reward, with the context
+it was served in). Its estimate is read by the library's estimators (IPS, SNIPS and DR by
+default) from those columns, each with a normal interval from its per-round influence
+(the delta method for the ratio estimators), and the support diagnostics of
+:mod:`deepbandits.ope.support`.
+
+The estimand is the challenger's value as it stood on each request, averaged over the served
+requests: Σₜ Σₐ π_t(a | xₜ) μ(xₜ, a) / n. Because π_t and q̂_t depend only on rounds before t,
+IPS and DR are unbiased for it whenever the logging policy gives every arm the challenger plays a
+positive propensity (inverse gap weighting with a floor, ε-greedy, or a uniform control);
+rounds logged with propensity 1 by a deterministic logger are flagged by the diagnostics.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deepbandits.errors import DeepBanditsError, InputValueError
+from deepbandits.ope.estimator import RatioEstimator, Terms, make_estimator, ratio_columns
+from deepbandits.ope.estimators import effective_sample_size
+from deepbandits.ope.support import MIN_PROPENSITY, Support, support_messages
+from deepbandits.policies import Policy
+
+Array = NDArray[np.float64]
+#: The estimators a challenger reports by default.
+ESTIMATORS = ("ips", "snips", "dr")
+#: z of the two-sided 95 % normal interval.
+Z95 = 1.959963984540054
+#: The per-round columns a challenger keeps: reward, w, q̂(x, π), q̂(x, a), π₀(a | x), and π's
+#: mass off the logged arm on rounds logged with propensity 1.
+COLUMNS = ("reward", "w", "dm", "q_logged", "propensity", "lost")
+
+
+def delta_interval(estimator: RatioEstimator, terms: Terms, z: float = Z95) -> tuple[float, float]:
+    """The estimate of ``estimator`` on ``terms`` and its normal standard error: the standard
+    deviation of the per-round influence Σ over its ratios (numᵢ − R·denᵢ)/mean(den), over
+    √n (for a mean estimator, the term's own standard error)."""
+    n = len(terms)
+    columns = ratio_columns([estimator], terms)
+    value, influence = 0.0, np.zeros(n)
+    for num, den in estimator.ratios():
+        mean_den = float(columns[den].mean())
+        if mean_den == 0:
+            return math.nan, math.nan
+        ratio = float(columns[num].sum() / columns[den].sum())
+        value += ratio
+        influence += (columns[num] - ratio * columns[den]) / mean_den
+    se = float(influence.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    return value, se
+
+
+class Challenger:
+    """A policy in shadow (module notes), registered under ``name`` from ``spec``."""
+
+    def __init__(self, name: str, spec: str, policy: Policy) -> None:
+        self.name = name
+        self.spec = spec
+        self.policy = policy
+        self.errors = 0
+        self.last_error: str | None = None
+        self._rows = np.empty((0, len(COLUMNS)))
+        self.n = 0
+        self.taken = np.zeros(0, dtype=np.int64)
+        self.played = np.zeros(0, dtype=bool)
+        #: Whether the policy's index samples (its distribution read as the one-hot of a draw).
+        self._samples = False
+
+    def look(self, contexts: Array, mask: Any) -> tuple[Array, Array] | None:
+        """π(· | x) and q̂(x, ·) of the challenger as it stands (None when it fails: counted in
+        :attr:`errors`, never failing the request)."""
+        policy = self.policy
+        try:
+            if not self._samples:
+                try:
+                    pi = policy.probabilities(contexts, mask)
+                except InputValueError:  # an index that samples has no closed form
+                    self._samples = True
+            if self._samples:
+                pi = np.zeros(len(contexts))
+                pi[policy.select(contexts, mask)] = 1.0
+            q = policy.predict(contexts)[0]
+        except DeepBanditsError as exc:
+            self._failed(exc)
+            return None
+        return np.asarray(pi, dtype=np.float64), np.asarray(q, dtype=np.float64)
+
+    def _failed(self, exc: Exception) -> None:
+        self.errors += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+
+    def learn(
+        self,
+        looked: tuple[Array, Array] | None,
+        contexts: Array,
+        arm: int,
+        propensity: float,
+        reward: float,
+        **kwargs: Any,
+    ) -> None:
+        """Keep the round's off-policy terms (when the challenger looked at the request), then
+        learn the served arm's reward (``kwargs``: ``sigma2``, ``reward_range``)."""
+        if looked is not None:
+            pi, q = looked
+            certain = propensity >= 1.0
+            row = (
+                reward,
+                pi[arm] / propensity,
+                float(pi @ q),
+                q[arm],
+                propensity,
+                1.0 - pi[arm] if certain else 0.0,
+            )
+            self._append(row, len(pi), arm, pi > 0)
+        try:
+            self.policy.update(contexts, arm, reward, **kwargs)
+        except DeepBanditsError as exc:
+            self._failed(exc)
+
+    def _append(self, row: tuple[float, ...], K: int, arm: int, plays: NDArray[np.bool_]) -> None:
+        if self.n == len(self._rows):
+            grown = np.empty((max(1024, 2 * self.n), len(COLUMNS)))
+            grown[: self.n] = self._rows[: self.n]
+            self._rows = grown
+        self._rows[self.n] = row
+        self.n += 1
+        if K > len(self.taken):
+            self.taken = np.concatenate([self.taken, np.zeros(K - len(self.taken), np.int64)])
+            self.played = np.concatenate([self.played, np.zeros(K - len(self.played), bool)])
+        self.taken[arm] += 1
+        self.played[:K] |= plays
+
+    def columns(self) -> dict[str, Array]:
+        """The kept rounds' columns, by name (:data:`COLUMNS`)."""
+        rows = self._rows[: self.n]
+        return {name: rows[:, i] for i, name in enumerate(COLUMNS)}
+
+    def terms(self) -> Terms:
+        c = self.columns()
+        return Terms(rewards=c["reward"], w=c["w"], dm=c["dm"], q_logged=c["q_logged"])
+
+    def support(self) -> Support:
+        """The support diagnostics of the served log for this challenger."""
+        c = self.columns()
+        w, n = c["w"], self.n
+        certain = c["propensity"] >= 1.0
+        deterministic = float(c["lost"].sum() / n) if n else 0.0
+        return Support(
+            n=n,
+            ess=effective_sample_size(w),
+            max_weight=float(w.max()) if n else 0.0,
+            n_small_propensity=int((c["propensity"] < MIN_PROPENSITY).sum()),
+            min_propensity=float(c["propensity"].min()) if n else 1.0,
+            unsupported_mass=deterministic,
+            unseen_arms=tuple(int(a) for a in np.flatnonzero(self.played & (self.taken == 0))),
+            n_matched=int((w > 0).sum()),
+            n_deterministic=int(certain.sum()),
+            deterministic_mass=deterministic,
+        )
+
+    def report(self, estimators: tuple[str, ...] = ESTIMATORS) -> dict[str, Any]:
+        """The challenger's estimates with 95 % intervals, its support and its errors."""
+        estimates = []
+        terms = self.terms()
+        for spec in estimators:
+            estimator = make_estimator(spec)
+            assert isinstance(estimator, RatioEstimator)
+            value, se = delta_interval(estimator, terms) if self.n else (math.nan, math.nan)
+            finite = math.isfinite(value) and math.isfinite(se)
+            estimates.append(
+                {
+                    "estimator": estimator.label,
+                    "value": value if math.isfinite(value) else None,
+                    "se": se if math.isfinite(se) else None,
+                    "low": value - Z95 * se if finite else None,
+                    "high": value + Z95 * se if finite else None,
+                }
+            )
+        support = self.support()
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "rounds": self.n,
+            "estimates": estimates,
+            "support": {
+                "ess": support.ess,
+                "max_weight": support.max_weight,
+                "min_propensity": support.min_propensity,
+                "matched": support.n_matched,
+                "deterministic_rounds": support.n_deterministic,
+                "deterministic_mass": support.deterministic_mass,
+                "unseen_arms": list(support.unseen_arms),
+                "warnings": support_messages(support) if self.n else [],
+            },
+            "errors": self.errors,
+            "last_error": self.last_error,
+        }
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the challenger besides its policy."""
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "errors": self.errors,
+            "last_error": self.last_error,
+            "rows": self._rows[: self.n].copy(),
+            "taken": self.taken.copy(),
+            "played": self.played.copy(),
+            "samples": self._samples,
+        }
+
+    def load(self, state: dict[str, Any]) -> None:
+        """Inverse of :meth:`state`."""
+        self.errors, self.last_error = int(state["errors"]), state["last_error"]
+        self._rows = np.array(state["rows"], dtype=np.float64).reshape(-1, len(COLUMNS))
+        self.n = len(self._rows)
+        self.taken = np.array(state["taken"], dtype=np.int64)
+        self.played = np.array(state["played"], dtype=bool)
+        self._samples = bool(state["samples"])
