@@ -19,6 +19,13 @@ as the policy raised it), a reward of an unknown or expired decision (404) as
 :class:`~deepbandits.errors.AuthenticationError`, a body above the limit (413) as
 :class:`~deepbandits.errors.PayloadTooLargeError`; a service that cannot be reached or fails
 raises :class:`~deepbandits.errors.ServiceError`.
+
+The service's live experiment has its calls too: :meth:`~ServiceClient.lift` (the policy's
+lift over the control group), :meth:`~ServiceClient.challengers`,
+:meth:`~ServiceClient.add_challenger`, :meth:`~ServiceClient.remove_challenger` and
+:meth:`~ServiceClient.promote`; an unknown or duplicate name, or a bad specification, raises
+:class:`~deepbandits.errors.InputValueError` (422), and a service without an experiment (Ray
+Serve's replicas) :class:`~deepbandits.errors.NotSupportedError` (501).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import json
 import socket
 from collections.abc import Sequence
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
 import httpx
 import numpy as np
@@ -46,6 +54,7 @@ _BY_STATUS: dict[int, type[DeepBanditsError]] = {
     409: errors.RewardAlreadyLearnedError,
     413: errors.PayloadTooLargeError,
     422: errors.InputValueError,
+    501: errors.NotSupportedError,
     503: ServiceError,
 }
 
@@ -247,6 +256,38 @@ class ServiceClient:
     def metrics(self) -> str:
         """The service's metrics, in Prometheus' text format."""
         return self._request("GET", "/metrics")  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ the live experiment
+    def lift(self) -> dict[str, Any]:
+        """The served policy's lift over the control group: each group's rewards, mean and
+        standard deviation, the lift and its interval, over ``"all"`` time and the recent
+        ``"window"``."""
+        return self._request("GET", "/v1/lift")  # type: ignore[no-any-return]
+
+    def challengers(self) -> dict[str, Any]:
+        """The ``"champion"`` and the ``"challengers"``' reports (each one's estimates with
+        intervals, support and errors)."""
+        return self._request("GET", "/v1/challengers")  # type: ignore[no-any-return]
+
+    def add_challenger(self, spec: str, name: str | None = None) -> dict[str, Any]:
+        """Run the policy of specification ``spec`` in shadow, listed under ``name`` (default:
+        ``spec``); returns its report."""
+        payload = {"spec": spec, "name": name}
+        return self._request("POST", "/v1/challengers", payload)  # type: ignore[no-any-return]
+
+    def remove_challenger(self, name: str) -> dict[str, Any]:
+        """Remove challenger ``name``; returns ``{"removed": name}``."""
+        if not isinstance(name, str):
+            raise InputTypeError(f"a challenger's name must be a string, but {name!r} is given")
+        segment = quote(name, safe="")
+        if segment in (".", ".."):  # a dot segment the URL would resolve away
+            segment = segment.replace(".", "%2E")
+        return self._request("DELETE", f"/v1/challengers/{segment}")  # type: ignore[no-any-return]
+
+    def promote(self, name: str) -> dict[str, Any]:
+        """Swap challenger ``name`` in as champion; returns ``{"champion",
+        "champion_version", "former"}`` (the former champion is a challenger now)."""
+        return self._request("POST", "/v1/promote", {"name": name})  # type: ignore[no-any-return]
 
     def close(self) -> None:
         self._http.close()

@@ -23,6 +23,7 @@ turns any of them into a one-paragraph message and exit status 2.
 ``PayloadTooLargeError``    a request to the decision service above its size limit
 ``AuthenticationError``     a request to the decision service without its bearer token
 ``ServiceError``            a decision service that cannot be reached or answers with an error
+``NotSupportedError``       a call the decision service's backend does not support (HTTP 501)
 ``NumericalError``          a result that is not finite although the inputs were valid
 ``ConcurrentUseError``      an output folder already in use by another process
 ``JobFailedError``          work given to an executor (a process, a Ray task) that failed there
@@ -101,6 +102,11 @@ class ServiceError(DeepBanditsError, RuntimeError):
     (HTTP 5xx)."""
 
 
+class NotSupportedError(DeepBanditsError, NotImplementedError):
+    """A call that the decision service's backend does not support: a control group or
+    challengers on replicas of Ray Serve (the service answers 501)."""
+
+
 class NumericalError(DeepBanditsError, ArithmeticError):
     """A computation whose result is not finite although its inputs were valid."""
 
@@ -129,6 +135,7 @@ __all__ = [
     "InputTypeError",
     "InputValueError",
     "JobFailedError",
+    "NotSupportedError",
     "NumericalError",
     "PayloadTooLargeError",
     "RewardAlreadyLearnedError",

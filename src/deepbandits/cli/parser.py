@@ -163,7 +163,11 @@ def build_parser(complete: bool = False) -> argparse.ArgumentParser:
         "POST /v1/decide, /v1/decide_batch, /v1/reward, /v1/snapshot; GET /v1/health, "
         "/metrics. Every decision and reward is committed to STATE/events.sqlite before it is "
         "answered; on start the newest checkpoint is loaded and the events after it replayed. "
-        "A new STATE needs --policy or --checkpoint; an existing one resumes.",
+        "A new STATE needs --policy or --checkpoint; an existing one resumes. A live "
+        "experiment: --control (GET /v1/lift: the policy's mean reward against the control "
+        "group's, with Welch's interval), --challenger (GET/POST /v1/challengers, DELETE "
+        "/v1/challengers/NAME: policies in shadow, their value estimated by IPS, SNIPS and DR) "
+        "and POST /v1/promote (a challenger swapped in as champion, logged).",
     )
     sub.add_command(
         "export-log",

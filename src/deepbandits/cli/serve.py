@@ -10,9 +10,13 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from deepbandits.cli.arguments import SPEC_HELP, port_number, positive_int
 from deepbandits.errors import InputValueError
+
+if TYPE_CHECKING:
+    from deepbandits.serve.state import ServiceState
 
 
 def add_serve_options(p: argparse.ArgumentParser) -> None:
@@ -84,6 +88,44 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         "default: on a loopback --host, the loopback names localhost, 127.0.0.1 and ::1, which "
         "stops a web page that rebinds its DNS name to 127.0.0.1; else any)",
     )
+    experiment = p.add_argument_group(
+        "live experiment (--backend local)",
+        "A control group decides a share of the requests, drawn by a seeded hash of the "
+        "decision id, and GET /v1/lift compares the policy with it; challengers run in shadow "
+        "(every request and reward, never serving), GET /v1/challengers estimates their value "
+        "(IPS, SNIPS, DR) and POST /v1/promote swaps one in.",
+    )
+    experiment.add_argument(
+        "--control",
+        default=None,
+        metavar="SPEC",
+        help="the control group of a new state folder: 'uniform' (every available arm alike), "
+        "'arm=K' (arm K when available), a policy specification or a file written by "
+        "policy.save; an existing folder keeps the control it was created with",
+    )
+    experiment.add_argument(
+        "--control-share",
+        type=control_share,
+        default=None,
+        metavar="FLOAT",
+        help="the share of requests the control decides, in [0, 0.5] (default with --control: "
+        "0.05)",
+    )
+    experiment.add_argument(
+        "--lift-window",
+        type=lift_window,
+        default=None,
+        metavar="N",
+        help="the most recent rewards in the lift's sliding window (default with --control: 10000)",
+    )
+    experiment.add_argument(
+        "--challenger",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a policy specification to run in shadow, listed under that name; repeat for "
+        "several; one already registered (a restart with the same options) is kept as it is",
+    )
     p.add_argument(
         "--backend",
         choices=("local", "ray"),
@@ -119,6 +161,28 @@ def context_ratio(text: str) -> float | None:
         return None
     if not value > 1 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number > 1, or 0 for none; got {text!r}")
+    return value
+
+
+def control_share(text: str) -> float:
+    """``--control-share``: a number in [0, 0.5]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 0.5:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5]; got {text!r}")
+    return value
+
+
+def lift_window(text: str) -> int:
+    """``--lift-window``: an integer >= 2."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2; got {text!r}")
     return value
 
 
@@ -181,9 +245,59 @@ def refuse_without_reward_range(args: argparse.Namespace) -> None:
     )
 
 
+def experiment_options(args: argparse.Namespace) -> list[str]:
+    """The ``--challenger`` specifications, each once, checked before anything is made (a
+    name and a policy each, at most as many as a service runs); ``--backend ray`` with any
+    option of the live experiment is refused."""
+    given = [
+        option
+        for option, value in (
+            ("--control", args.control),
+            ("--control-share", args.control_share),
+            ("--lift-window", args.lift_window),
+            ("--challenger", args.challenger or None),
+        )
+        if value is not None
+    ]
+    if args.backend == "ray" and given:
+        raise InputValueError(
+            f"{', '.join(given)}: a control group and challengers need --backend local "
+            "(replicas on Ray Serve do not run a live experiment yet)"
+        )
+    specs = list(dict.fromkeys(args.challenger or []))
+    if not specs:
+        return specs
+    from deepbandits.serve.experiment import MAX_CHALLENGERS, check_name, policy_of_spec
+
+    if len(specs) > MAX_CHALLENGERS:
+        raise InputValueError(
+            f"--challenger is given {len(specs)} policies, but a service runs at most "
+            f"{MAX_CHALLENGERS}"
+        )
+    for spec in specs:
+        try:
+            check_name(spec)
+            policy_of_spec(spec, 0)
+        except InputValueError as exc:
+            raise InputValueError(f"--challenger {spec!r:.80}: {exc}") from None
+    return specs
+
+
+def register_challengers(state: ServiceState, specs: list[str]) -> list[str]:
+    """Register the ``--challenger`` specifications ``specs`` not in the experiment already
+    (as a challenger, or as the champion a promotion made of one); returns those registered."""
+    health = state.health()
+    known = {*health["challengers"], health["champion"]}
+    added = [spec for spec in specs if spec not in known]
+    for spec in added:
+        state.add_challenger(spec)
+    return added
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """``deepbandits serve``: open (or create) the state folder, recover it, and serve it until
     SIGINT or SIGTERM; a checkpoint is written on the way out."""
+    challengers = experiment_options(args)
     refuse_without_reward_range(args)
     if args.backend == "ray":
         from deepbandits.serve.ray_run import serve_ray
@@ -208,12 +322,16 @@ def serve_command(args: argparse.Namespace) -> int:
             durability=args.durability,
             snapshot_every=args.snapshot_every,
             max_context_ratio=args.max_context_ratio,
+            control=args.control,
+            control_share=args.control_share,
+            lift_window=args.lift_window,
         )
     except BaseException:
         sock.close()
         raise
     url = url_of(sock)
     try:
+        added = register_challengers(state, challengers)
         hosts = args.allowed_hosts
         if hosts is None and is_loopback(args.host):
             hosts = loopback_hosts()
@@ -230,6 +348,7 @@ def serve_command(args: argparse.Namespace) -> int:
         )
         for note in state.notes:
             print(f"deepbandits: recovered: {note}", file=sys.stderr)
+        print_experiment(health, state.lift()["share"], added)
         if lacks_reward_range(state.policy):
             print(f"deepbandits: warning: {no_reward_range(state.spec)}", file=sys.stderr)
         if not is_loopback(args.host) and token is None:
@@ -251,6 +370,26 @@ def serve_command(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def print_experiment(health: dict[str, Any], share: float, added: list[str]) -> None:
+    """Say on stderr what the live experiment of a service starting is (nothing without one):
+    the control and its ``share`` of requests, the challengers (``added``: registered now)."""
+    if health["control"] is not None:
+        print(
+            f"deepbandits: control group: {health['control']} decides {share:.4g} of the "
+            "requests; GET /v1/lift compares the policy with it",
+            file=sys.stderr,
+        )
+    if health["challengers"]:
+        names = ", ".join(
+            f"{name}{' (registered now)' if name in added else ''}"
+            for name in health["challengers"]
+        )
+        print(
+            f"deepbandits: challengers in shadow: {names}; GET /v1/challengers estimates them",
+            file=sys.stderr,
+        )
 
 
 def export_log_command(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ STATUSES: tuple[tuple[int, tuple[type[errors.DeepBanditsError], ...]], ...] = (
     (413, (errors.PayloadTooLargeError,)),
     (404, (errors.UnknownDecisionError, errors.ExpiredDecisionError)),
     (409, (errors.RewardAlreadyLearnedError,)),
+    (501, (errors.NotSupportedError,)),
     # the log cannot be written, or the pending table refuses (try later)
     (503, (errors.EventLogError, errors.ServiceError, errors.DecisionError)),
     (422, (errors.InputValueError, errors.InputTypeError)),

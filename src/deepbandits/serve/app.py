@@ -12,6 +12,13 @@ over a :class:`~deepbandits.serve.backend.Backend`: one process
 ``GET /metrics``           Prometheus text format (:mod:`deepbandits.serve.metrics`)
 ``POST /v1/snapshot``      write a checkpoint now
 ``POST /v1/merge``         run a merge round now (backends with replicas only)
+``GET /v1/lift``           the served policy's lift over the control group
+                           (:mod:`deepbandits.serve.lift`)
+``GET /v1/challengers``    the champion and every challenger's estimated value
+                           (:mod:`deepbandits.serve.shadow`)
+``POST /v1/challengers``   ``{"spec", "name"?}`` → the new challenger's report
+``DELETE /v1/challengers/{name}`` → ``{"removed": name}``
+``POST /v1/promote``       ``{"name"}`` → ``{"champion", "champion_version", "former"}``
 ===================== ======================================================================
 
 Errors answer ``{"detail": message, "error": exception class}``: 422 for invalid input (the
@@ -19,12 +26,16 @@ library's message, naming the field), 404 for a reward of an unknown or expired 
 for a second reward, 401 without the token, 421 for a ``Host`` the service does not answer to,
 408 for a body not sent in time, 413 for a body above the limit (declared, streamed, or once an
 Arrow body is decompressed), 503 when the log cannot be written or the pending table refuses a
-decision. A decision or reward is answered only once its event is committed to the log.
+decision, 501 for the live experiment's routes on a backend without one (Ray Serve). A decision,
+reward or change of the experiment is answered only once its event is committed to the log; an
+unknown challenger's name is invalid input (422), as is a duplicate or a bad specification.
 
 Requests pass :class:`~deepbandits.serve.guard.Guard` (host, token, body limit and read timeout,
-timing) first; the hot endpoints (decide, decide_batch, reward) are then answered by
-:class:`~deepbandits.serve.direct.Direct` without FastAPI's middleware and routing, everything
-else by FastAPI, which documents all of them.
+timing) first; the hot endpoints (decide, decide_batch, reward) and the other ``POST`` routes
+with a body (challengers, promote) are then answered by
+:class:`~deepbandits.serve.direct.Direct` without FastAPI's middleware and routing (one parser
+and one set of answers for every body), everything else by FastAPI, which documents all of
+them.
 """
 
 from __future__ import annotations
@@ -48,13 +59,20 @@ from deepbandits.serve.direct import THREAD_PARSE_BYTES, Direct, Handler
 from deepbandits.serve.guard import ASGIApp, Guard, Receive, Scope, Send
 from deepbandits.serve.metrics import ServiceMetrics
 from deepbandits.serve.schemas import (
+    ChallengerOut,
+    ChallengerRequest,
+    ChallengersOut,
     DecideBatchRequest,
     DecideRequest,
     DecisionOut,
     DecisionsOut,
     ErrorOut,
     HealthOut,
+    LiftOut,
     MergeOut,
+    PromoteOut,
+    PromoteRequest,
+    RemovedOut,
     RewardOut,
     RewardRequest,
     SnapshotOut,
@@ -69,6 +87,10 @@ ERRORS = {
 }
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut} for code in (401, 404, 408, 409, 413, 421, 422, 503)
+}
+#: The answers of the live experiment's routes (501: a backend without one).
+_EXPERIMENT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut} for code in (401, 408, 413, 421, 422, 501, 503)
 }
 _BINARY = {"schema": {"type": "string", "format": "binary"}}
 #: The Arrow form of decide_batch, beside its JSON body and answer, on the OpenAPI page.
@@ -195,18 +217,35 @@ def create_app(
         metrics.rewards.inc()
         return out
 
+    async def add_challenger(body: ChallengerRequest) -> dict[str, Any]:
+        """Run a challenger in shadow: it sees every request and reward, never serves, and its
+        value on the served traffic is estimated (IPS, SNIPS, DR) as rewards arrive. Its name
+        defaults to its specification."""
+        return await backend.add_challenger(body.spec, body.name)
+
+    async def promote(body: PromoteRequest) -> dict[str, Any]:
+        """Swap a challenger in as champion: it serves from the next request on, and the
+        former champion becomes a challenger under its own name (promoting it back is a
+        rollback)."""
+        return await backend.promote(body.name)
+
     hot: dict[str, tuple[type[BaseModel], type[BaseModel], Handler]] = {
         "/v1/decide": (DecideRequest, DecisionOut, decide),
         "/v1/decide_batch": (DecideBatchRequest, DecisionsOut, decide_batch),
         "/v1/reward": (RewardRequest, RewardOut, reward),
     }
-    for path, (request, answer, handler) in hot.items():
+    #: The experiment's routes with a body, answered as the hot ones are.
+    bodies: dict[str, tuple[type[BaseModel], type[BaseModel], Handler]] = {
+        "/v1/challengers": (ChallengerRequest, ChallengerOut, add_challenger),
+        "/v1/promote": (PromoteRequest, PromoteOut, promote),
+    }
+    for path, (request, answer, handler) in (hot | bodies).items():
         app.add_api_route(
             path,
             _routed(request, handler),
             methods=["POST"],
             response_model=answer,
-            responses=_ERROR_RESPONSES,
+            responses=_ERROR_RESPONSES if path in hot else _EXPERIMENT_RESPONSES,
             openapi_extra=_ARROW_BODY if path == "/v1/decide_batch" else None,
         )
 
@@ -232,7 +271,28 @@ def create_app(
             """Run a merge round of the replicas now (and a training when one is due)."""
             return _json(dumps(await backend.merge()))
 
-    routes = {path: (r, h) for path, (r, _, h) in hot.items()}
+    @app.get("/v1/lift", response_model=LiftOut, responses=_EXPERIMENT_RESPONSES)
+    async def lift() -> Response:
+        """The served policy's lift over the control group: each group's rewards, mean and
+        standard deviation, the difference and Welch's interval, over all time and over the
+        window of recent rewards."""
+        return _json(dumps(await backend.lift()))
+
+    @app.get("/v1/challengers", response_model=ChallengersOut, responses=_EXPERIMENT_RESPONSES)
+    async def challengers() -> Response:
+        """The champion and every challenger's estimated value on the served traffic, with 95 %
+        intervals and the support diagnostics."""
+        return _json(dumps(await backend.challengers()))
+
+    @app.delete(
+        "/v1/challengers/{name:path}", response_model=RemovedOut, responses=_EXPERIMENT_RESPONSES
+    )
+    async def remove_challenger(name: str) -> Response:
+        """Remove a challenger (its name URL-encoded)."""
+        await backend.remove_challenger(name)
+        return _json(dumps({"removed": name}))
+
+    routes = {path: (r, h) for path, (r, _, h) in (hot | bodies).items()}
     direct = Direct(app.routed, routes, {"/v1/decide_batch": decide_batch_arrow})
     app.entry = Guard(
         direct,

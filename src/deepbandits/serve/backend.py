@@ -11,8 +11,11 @@ answers behind it. Two backends exist:
   state folder, sharing what they learn by merge rounds (``deepbandits serve --backend ray``).
 
 A backend raises the library's errors (:mod:`deepbandits.errors`); the API turns them into
-answers. A batch of decisions travels as :class:`Decided` (columns, not one object per
-decision), which the API writes as JSON or as an Arrow table.
+answers. The live experiment (a control group, challengers in shadow, promotion:
+:mod:`deepbandits.serve.experiment`) is a local backend's only (:attr:`Backend.experiments`);
+another answers those calls with :class:`~deepbandits.errors.NotSupportedError` (501). A
+batch of decisions travels as :class:`Decided` (columns, not one object per decision), which the
+API writes as JSON or as an Arrow table.
 """
 
 from __future__ import annotations
@@ -104,11 +107,16 @@ class Backend(Protocol):
     ----------
     merges : bool
         Whether the backend has merge rounds (``POST /v1/merge``).
+    experiments : bool
+        Whether the backend runs a live experiment (``GET /v1/lift``, ``/v1/challengers``,
+        ``POST /v1/promote``, ...); one that does not raises
+        :class:`~deepbandits.errors.NotSupportedError` from those calls.
     training_listeners : list of callables
         Called with a training's seconds each time a network version is swapped in.
     """
 
     merges: bool
+    experiments: bool
     training_listeners: list[Callable[[float], None]]
 
     async def decide(self, contexts: Any, mask: Any) -> dict[str, Any]:
@@ -138,6 +146,26 @@ class Backend(Protocol):
         """Run a merge round now (only where :attr:`merges`)."""
         ...
 
+    async def lift(self) -> dict[str, Any]:
+        """The lift of the served policy over the control group (``/v1/lift``'s answer)."""
+        ...
+
+    async def challengers(self) -> dict[str, Any]:
+        """The champion and every challenger's report (``GET /v1/challengers``' answer)."""
+        ...
+
+    async def add_challenger(self, spec: Any, name: Any) -> dict[str, Any]:
+        """Register a challenger in shadow; its report once the event is committed."""
+        ...
+
+    async def remove_challenger(self, name: Any) -> None:
+        """Remove a challenger, once the event is committed."""
+        ...
+
+    async def promote(self, name: Any) -> dict[str, Any]:
+        """Swap a challenger in as champion: ``champion``, ``champion_version``, ``former``."""
+        ...
+
 
 class LocalBackend:
     """A :class:`~deepbandits.serve.state.ServiceState` of this process as a backend.
@@ -146,10 +174,13 @@ class LocalBackend:
     and while one request waits for its commit the loop serves the next, whose events join the
     same group commit. A batch of more than :data:`THREAD_BATCH` requests is decided in a
     worker thread, so that converting its contexts and building its answer leave the loop free
-    (only the policy's own work, under its lock, is shared with the other requests).
+    (only the policy's own work, under its lock, is shared with the other requests). So are
+    the experiment's calls that build a policy, wait for a commit or compute the challengers'
+    estimates.
     """
 
     merges = False
+    experiments = True
 
     def __init__(self, state: ServiceState) -> None:
         self.state = state
@@ -196,3 +227,18 @@ class LocalBackend:
 
     async def merge(self) -> dict[str, Any]:
         raise NotImplementedError("a local backend has no merge rounds")
+
+    async def lift(self) -> dict[str, Any]:
+        return self.state.lift()
+
+    async def challengers(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.state.challengers)
+
+    async def add_challenger(self, spec: Any, name: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.state.add_challenger, spec, name)
+
+    async def remove_challenger(self, name: Any) -> None:
+        await asyncio.to_thread(self.state.remove_challenger, name)
+
+    async def promote(self, name: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.state.promote, name)

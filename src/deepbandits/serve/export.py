@@ -8,6 +8,10 @@ One row per decision, in the order they were made:
 ``time_decided``  when it was made (seconds since the epoch)
 ``time_rewarded`` when its reward was learned (null: none yet, or it expired)
 ``model_version`` the network version that made it
+``group``         who decided: ``policy`` (the served policy) or ``control`` (the control group
+                  of a live experiment, :mod:`deepbandits.serve.control`)
+``champion_version`` the champion's version when it was made: 0, then one more after each
+                  promotion of a challenger (:mod:`deepbandits.serve.experiment`)
 ``action``        the arm played (index among the rows of ``contexts``)
 ``propensity``    the probability the policy had of playing it
 ``reward``        the reward learned (null if none)
@@ -26,7 +30,9 @@ or the checkpoint's); ``reward_range`` is a reward's own, when one was given wit
 
 The log is read through a read-only connection, so a running service may keep writing. Both
 layouts of the log give the same table: a decision event is one row, a batch event
-(:mod:`deepbandits.serve.batches`) one row per decision it holds.
+(:mod:`deepbandits.serve.batches`) one row per decision it holds. The experiment's own events
+(a challenger added or removed, a promotion) are no decisions and have no row; a promotion
+counts in the ``champion_version`` of the decisions after it.
 
 Only intact rows are read: a row whose checksum does not match is left out, as are the rows the
 service set aside (:mod:`deepbandits.serve.log`). The table's ``attrs["damaged_events"]`` lists
@@ -59,7 +65,7 @@ from deepbandits.logs.service import (
 from deepbandits.logs.service import read_logging_policy as read_file_policy
 from deepbandits.serve.batches import KIND as BATCH
 from deepbandits.serve.batches import batch_ids, read_batch, request_masks
-from deepbandits.serve.events import Event
+from deepbandits.serve.events import Event, is_control
 from deepbandits.serve.logfile import checked, connect, log_format, problem_of, set_aside_in
 from deepbandits.serve.store import LOG_FILE, StateFolder
 
@@ -69,6 +75,8 @@ COLUMNS = (
     "time_decided",
     "time_rewarded",
     "model_version",
+    "group",
+    "champion_version",
     "action",
     "propensity",
     "reward",
@@ -229,9 +237,13 @@ def log_table(state: str | Path) -> pd.DataFrame:
     events, damaged = _intact(_log_path(state))
     rewards = {e.decision_id: (e.time, e.values()) for e in events if e.kind == "reward"}
     rows: list[dict[str, Any]] = []
+    champion_version = 0
     for e in events:
+        if e.kind == "promote":
+            champion_version = int(e.values()["champion_version"])
         if e.kind not in DECIDED:
             continue
+        group = "control" if is_control(e) else "policy"
         for row in _decided(e.kind, e.decision_id, e.body):
             t_reward, r = rewards.get(row["decision_id"], (None, None))
             rows.append(
@@ -240,6 +252,8 @@ def log_table(state: str | Path) -> pd.DataFrame:
                     "time_decided": e.time,
                     "time_rewarded": t_reward,
                     "model_version": e.model_version,
+                    "group": group,
+                    "champion_version": champion_version,
                     "reward": None if r is None else r["reward"],
                     "reward_range": None if r is None else r["reward_range"],
                     "n_arms": len(row["contexts"]),

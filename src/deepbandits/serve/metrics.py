@@ -16,11 +16,33 @@ replicas) never share counters.
 ``deepbandits_training_failures``           trainings that failed or timed out (since start)
 =========================================== ===============================================
 
-The gauges are read from the backend's health when the metrics are scraped, so that they are
-the same on every backend (on Ray Serve: the replicas' sums).
+The live experiment's gauges (:mod:`deepbandits.serve.experiment`; a backend that runs one only,
+not Ray Serve's replicas), read from ``/v1/lift`` and ``/v1/challengers``:
+
+========================================================== ==================================
+``deepbandits_group_rewards{group,window}``                rewards counted in the lift, by group
+                                                           (``policy``, ``control``) and window
+                                                           (``all``, ``recent``)
+``deepbandits_group_mean_reward{group,window}``            their mean
+``deepbandits_lift{window}``                               the policy's mean minus the control's
+``deepbandits_lift_low{window}``, ``_lift_high{window}``   Welch's interval of the lift
+``deepbandits_challenger_estimate{challenger,estimator}``  a challenger's estimated mean reward
+                                                           (``ips``, ``snips``, ``dr``)
+``deepbandits_challenger_low{...}``, ``_high{...}``        its 95 % interval
+``deepbandits_challenger_rounds{challenger}``              rewarded requests it looked at
+``deepbandits_champion_version``                           0, then one more per promotion
+========================================================== ==================================
+
+A value that is not known yet (a mean without rewards, an interval below two rewards per group)
+has no sample until it is.
+
+The gauges are read from the backend's health (and experiment) when the metrics are scraped, so
+that they are the same on every backend (on Ray Serve: the replicas' sums).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -56,7 +78,95 @@ ENDPOINTS = (
     "/v1/health",
     "/v1/snapshot",
     "/v1/merge",
+    "/v1/lift",
+    "/v1/challengers",
+    "/v1/promote",
 )
+#: The windows of the lift report, by the label of their samples.
+WINDOWS = (("all", "all"), ("recent", "window"))
+GROUPS = ("policy", "control")
+
+
+class ExperimentGauges:
+    """The live experiment's gauges in ``registry`` (module notes), set from the backend's lift
+    and challengers reports."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def gauge(name: str, text: str, labels: tuple[str, ...] = ()) -> Gauge:
+            return Gauge(f"deepbandits_{name}", text, labels, registry=registry)
+
+        self.group_rewards = gauge(
+            "group_rewards", "Rewards counted in the lift, by group", ("group", "window")
+        )
+        self.group_mean = gauge(
+            "group_mean_reward", "Mean reward of a group's decisions", ("group", "window")
+        )
+        self.lift = gauge(
+            "lift", "The served policy's mean reward minus the control's", ("window",)
+        )
+        self.lift_low = gauge(
+            "lift_low", "Lower bound of Welch's interval of the lift", ("window",)
+        )
+        self.lift_high = gauge(
+            "lift_high", "Upper bound of Welch's interval of the lift", ("window",)
+        )
+        pair = ("challenger", "estimator")
+        self.estimate = gauge(
+            "challenger_estimate",
+            "A challenger's estimated mean reward on the served traffic",
+            pair,
+        )
+        self.low = gauge("challenger_low", "Lower bound of the estimate's 95 % interval", pair)
+        self.high = gauge("challenger_high", "Upper bound of the estimate's 95 % interval", pair)
+        self.rounds = gauge(
+            "challenger_rounds", "Rewarded requests a challenger looked at", ("challenger",)
+        )
+        self.champion_version = gauge(
+            "champion_version", "The champion's version: 0, then one more per promotion"
+        )
+
+    def read(self, lift: dict[str, Any], challengers: dict[str, Any]) -> None:
+        """Set every gauge from the reports; a value not known (None) leaves no sample."""
+        labelled = (
+            self.group_rewards,
+            self.group_mean,
+            self.lift,
+            self.lift_low,
+            self.lift_high,
+            self.estimate,
+            self.low,
+            self.high,
+            self.rounds,
+        )
+        for gauge in labelled:  # a challenger removed, a value no longer known: no sample
+            gauge.clear()
+        for label, key in WINDOWS:
+            report = lift[key]
+            for group in GROUPS:
+                self.group_rewards.labels(group, label).set(report[group]["rewards"])
+                _set(self.group_mean, (group, label), report[group]["mean"])
+            for gauge, field in (
+                (self.lift, "lift"),
+                (self.lift_low, "low"),
+                (self.lift_high, "high"),
+            ):
+                _set(gauge, (label,), report[field])
+        for challenger in challengers["challengers"]:
+            name = challenger["name"]
+            self.rounds.labels(name).set(challenger["rounds"])
+            for estimate in challenger["estimates"]:
+                labels = (name, estimate["estimator"])
+                _set(self.estimate, labels, estimate["value"])
+                _set(self.low, labels, estimate["low"])
+                _set(self.high, labels, estimate["high"])
+        self.champion_version.set(lift["champion_version"])
+
+
+def _set(gauge: Gauge, labels: tuple[str, ...], value: float | None) -> None:
+    """Set the sample of ``gauge`` with ``labels`` (cleared before): none when ``value`` is
+    None."""
+    if value is not None:
+        gauge.labels(*labels).set(value)
 
 
 class ServiceMetrics:
@@ -92,6 +202,7 @@ class ServiceMetrics:
         self.gauges = {
             key: Gauge(f"deepbandits_{name}", text, registry=registry) for key, name, text in GAUGES
         }
+        self.experiment = ExperimentGauges(registry) if backend.experiments else None
         backend.training_listeners.append(self._trained)
 
     def _trained(self, seconds: float) -> None:
@@ -111,4 +222,7 @@ class ServiceMetrics:
         health = await self.backend.health()
         for key, gauge in self.gauges.items():
             gauge.set(health[key])
+        if self.experiment is not None:
+            lift = await self.backend.lift()
+            self.experiment.read(lift, await self.backend.challengers())
         return generate_latest(self.registry)

@@ -3,7 +3,8 @@
 replicas in turn, a reward to the replica of its id, health and snapshots gather every
 replica's, and the merge rounds run here (:mod:`deepbandits.serve.replicas`; the merged state
 is written to ``STATE/merged/`` before the replicas absorb it). :mod:`deepbandits.serve.ray_app`
-deploys it on Ray Serve.
+deploys it on Ray Serve. A live experiment (a control group, challengers, promotion) is not run
+on replicas yet: its routes answer :class:`~deepbandits.errors.NotSupportedError` (501).
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from typing import Any
 from ray.serve.handle import DeploymentHandle, DeploymentResponse
 
 from deepbandits._io import write_atomic
-from deepbandits.errors import DeepBanditsError, ServiceError, UnknownDecisionError
+from deepbandits.errors import (
+    DeepBanditsError,
+    NotSupportedError,
+    ServiceError,
+    UnknownDecisionError,
+)
 from deepbandits.serve.backend import Decided
 from deepbandits.serve.replicas import MergeRounds
 from deepbandits.serve.store import policy_bytes, sha256
@@ -40,6 +46,11 @@ async def _answer(response: DeploymentResponse) -> Any:
         raise ServiceError(f"a replica failed: {type(cause).__name__}: {cause}") from None
 
 
+#: What the experiment's routes answer on replicas.
+NO_EXPERIMENT = (
+    "a control group and challengers need --backend local: replicas on Ray Serve do not run "
+    "a live experiment yet"
+)
 #: The health fields that add up over the replicas.
 SUMMED = (
     "events",
@@ -58,6 +69,7 @@ class RayBackend:
     rounds (module notes)."""
 
     merges = True
+    experiments = False
 
     def __init__(
         self, root: str | Path, replicas: list[DeploymentHandle], merge_every: float | None
@@ -118,6 +130,10 @@ class RayBackend:
             last_event=sum(h["last_event"] for h in replicas),
             last_checkpoint=min(h["last_checkpoint"] for h in replicas),
             policy=first["policy"],
+            champion=first.get("champion"),
+            champion_version=first.get("champion_version"),
+            control=first.get("control"),
+            challengers=first.get("challengers", []),
             durability=first["durability"],
             notes=[f"replica {i}: {n}" for i, h in enumerate(replicas) for n in h["notes"]],
             generation=0 if self.rounds is None else self.rounds.generation,
@@ -136,6 +152,21 @@ class RayBackend:
             "rewards_learned": sum(m["rewards_learned"] for m in metas),
             "replicas": list(metas),
         }
+
+    async def lift(self) -> dict[str, Any]:
+        raise NotSupportedError(NO_EXPERIMENT)
+
+    async def challengers(self) -> dict[str, Any]:
+        raise NotSupportedError(NO_EXPERIMENT)
+
+    async def add_challenger(self, spec: Any, name: Any) -> dict[str, Any]:
+        raise NotSupportedError(NO_EXPERIMENT)
+
+    async def remove_challenger(self, name: Any) -> None:
+        raise NotSupportedError(NO_EXPERIMENT)
+
+    async def promote(self, name: Any) -> dict[str, Any]:
+        raise NotSupportedError(NO_EXPERIMENT)
 
     async def _start_rounds(self) -> MergeRounds:
         """The coordinator: the merged state of ``STATE/merged`` if any, else the replicas'

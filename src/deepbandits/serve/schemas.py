@@ -105,6 +105,12 @@ class HealthOut(BaseModel):
     last_event: int
     last_checkpoint: int
     policy: str
+    champion: str | None = Field(None, description="the name the served policy is listed under")
+    champion_version: int | None = Field(
+        None, description="0, then one more at each promotion of a challenger"
+    )
+    control: str | None = Field(None, description="the control group's policy (null: none)")
+    challengers: list[str] = Field([], description="the challengers' names, in shadow")
     durability: str
     notes: list[str] = Field(..., description="what the last start found and repaired")
 
@@ -125,3 +131,113 @@ class MergeOut(BaseModel):
 class ErrorOut(BaseModel):
     detail: str = Field(..., description="what is wrong, naming the field")
     error: str = Field(..., description="the library's exception class")
+
+
+# ---------------------------------------------------------------------- the live experiment
+class GroupOut(BaseModel):
+    """A group's rewards counted in the lift."""
+
+    rewards: int = Field(..., description="rewards of the group's decisions")
+    mean: float | None = Field(..., description="their mean (null without rewards)")
+    sd: float | None = Field(..., description="their standard deviation (null below two)")
+
+
+class LiftWindowOut(BaseModel):
+    """Both groups and the lift, over all time or over the window of recent rewards."""
+
+    policy: GroupOut
+    control: GroupOut
+    lift: float | None = Field(..., description="the policy's mean reward minus the control's")
+    se: float | None = Field(..., description="its standard error")
+    low: float | None = Field(..., description="Welch's interval at level: lower bound")
+    high: float | None = Field(..., description="upper bound")
+    relative: float | None = Field(..., description="the lift over the control's mean")
+    level: float
+
+
+class LiftOut(BaseModel):
+    """The served policy's lift over the control group."""
+
+    control: str | None = Field(..., description="the control's policy (null: none)")
+    share: float = Field(..., description="the share of requests the control decides")
+    champion: str = Field(..., description="the served policy's name")
+    champion_version: int
+    window_rewards: int = Field(..., description="rewards in the sliding window")
+    level: float = Field(..., description="the confidence level of the intervals")
+    all: LiftWindowOut = Field(..., description="over every reward")
+    window: LiftWindowOut = Field(..., description="over the window of recent rewards")
+
+
+class ChampionOut(BaseModel):
+    name: str
+    spec: str
+    champion_version: int
+    rewards: int = Field(..., description="rewards of its group")
+    mean_reward: float | None
+
+
+class EstimateOut(BaseModel):
+    estimator: str = Field(..., description="ips, snips or dr")
+    value: float | None = Field(..., description="the challenger's estimated mean reward")
+    se: float | None
+    low: float | None = Field(..., description="95 % normal interval: lower bound")
+    high: float | None
+
+
+class SupportOut(BaseModel):
+    """How well the served log supports the challenger's estimates."""
+
+    ess: float = Field(..., description="effective sample size of the importance weights")
+    max_weight: float
+    min_propensity: float
+    matched: int = Field(..., description="rounds where the challenger may play the logged arm")
+    deterministic_rounds: int
+    deterministic_mass: float
+    unseen_arms: list[int]
+    warnings: list[str]
+
+
+class ChallengerOut(BaseModel):
+    """A challenger in shadow: its estimated value on the served traffic."""
+
+    name: str
+    spec: str
+    rounds: int = Field(..., description="rewarded requests it looked at")
+    estimates: list[EstimateOut]
+    support: SupportOut
+    errors: int = Field(..., description="requests and rewards it failed on")
+    last_error: str | None
+
+
+class ChallengersOut(BaseModel):
+    champion: ChampionOut
+    challengers: list[ChallengerOut]
+
+
+class ChallengerRequest(BaseModel):
+    """A challenger to run in shadow."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    spec: str = Field(..., max_length=4096, description="a policy specification (linucb:alpha=0.5)")
+    name: str | None = Field(
+        None, description="the name to list it under, 1 to 64 characters (default: spec)"
+    )
+
+
+class RemovedOut(BaseModel):
+    removed: str = Field(..., description="the challenger removed")
+
+
+class PromoteRequest(BaseModel):
+    """A challenger to swap in as champion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., description="the challenger's name")
+
+
+class PromoteOut(BaseModel):
+    champion: str = Field(..., description="the challenger now serving")
+    champion_version: int
+    former: str = Field(..., description="the former champion, now a challenger of that name")
