@@ -224,6 +224,24 @@ def _request_index(policy: PolicyCore, X: Contexts, mask: NDArray[np.bool_] | No
     return policy._index(ev)
 
 
+def _sampled_probabilities(policy: PolicyCore, contexts: Any, mask: Any) -> Array:
+    """:meth:`Acting.probabilities` of an index that samples from a closed-form distribution,
+    one request at a time."""
+    batched = isinstance(contexts, np.ndarray) and contexts.ndim == 3
+    requests = list(contexts) if batched else [contexts]
+    rows = [None] * len(requests) if mask is None else list(np.asarray(mask)) if batched else [mask]
+    if len(rows) != len(requests):
+        raise InputValueError(
+            f"mask must have one row per request ({len(requests)}), but {len(rows)} are given"
+        )
+    out = []
+    for X, m in zip(requests, rows, strict=True):
+        ev = policy._evaluate(policy._check(X))
+        ev.mask = check_mask(m, len(ev.mean))
+        out.append(policy._distribution(ev))
+    return np.stack(out) if batched else out[0]
+
+
 class Acting(PolicyCore):
     """The acting calls of a policy: choosing arms for one request or many, and predicting."""
 
@@ -328,9 +346,13 @@ class Acting(PolicyCore):
         The choice rule's numbers (:mod:`~deepbandits.policies.choice`): what each
         :class:`~deepbandits.policies.decision.Decision`'s ``propensity`` says of the arm it
         played. Off-policy evaluation reads a policy's action distribution here. Reads and changes
-        nothing. A self whose index samples (Thompson sampling) has no closed form and raises
+        nothing. An index that samples has the distribution it draws from where that has a
+        closed form (inverse gap weighting); one that has none (Thompson sampling) raises
         :class:`~deepbandits.errors.InputValueError`: evaluate it by replay.
         """
+        if self._samples and self._closed_form:
+            with atomic(self, read_only=True):
+                return _sampled_probabilities(self, contexts, mask)
         if self._samples:
             raise InputValueError(
                 f"{type(self).__name__} samples its index, so its action probabilities have no "

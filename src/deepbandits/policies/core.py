@@ -320,6 +320,14 @@ class PolicyCore(ABC):
         index); policies that sample override it."""
         return exact
 
+    #: Whether an index that samples has a closed-form distribution (:meth:`_distribution`).
+    _closed_form: ClassVar[bool] = False
+
+    def _distribution(self, ev: Evaluation) -> Array:
+        """Every arm's probability ``[K]`` of one request's evaluation (with its ``mask``)
+        under a sampling index of closed form (:attr:`_closed_form`), ε included."""
+        raise NotImplementedError
+
     def _observe(self, X: Contexts, arm: int, ev: Evaluation | None) -> Observation:
         """What learning from ``arm`` needs, from the evaluation of ``X`` when there is one:
         its context (policies that learn from features add them)."""

@@ -290,6 +290,16 @@ class RidgeUCB(Policy):
     def _index(self, ev: Evaluation) -> Array:
         return self.explore.index(ev, self.situation())  # type: ignore[no-any-return]
 
+    @property
+    def _closed_form(self) -> bool:  # type: ignore[override]
+        return hasattr(self.explore, "probabilities")
+
+    def _distribution(self, ev: Evaluation) -> Array:
+        available = np.ones(len(ev.mean)) if ev.mask is None else ev.mask.astype(np.float64)
+        epsilon = self._params["epsilon"]
+        probs = self.explore.probabilities(ev, ev.mask, self.situation())
+        return (1.0 - epsilon) * probs + epsilon * available / available.sum()  # type: ignore[no-any-return]
+
     def _propensity(self, ev: Evaluation, index: Array, arm: int, exact: float) -> float:
         if not self.explore.samples:
             return exact

@@ -102,7 +102,7 @@ class Experiment:
     Parameters
     ----------
     champion : str
-        The name the served policy is listed under (its specification).
+        The name the served policy is listed under, and its specification (the folder's).
     control : str, optional
         The control (``"uniform"``, ``"arm=K"``, a policy specification or file).
     share : float, default=0.0
@@ -126,6 +126,8 @@ class Experiment:
         max_rounds: int = 100_000,
     ) -> None:
         self.champion_name = champion
+        #: The champion's specification (the folder's, until a promotion).
+        self.champion_spec = champion
         self.control_spec = control
         self.control: Policy | None = None if control is None else make_control(control, seed)
         self.arm = None if control is None else fixed_arm(control)
@@ -287,15 +289,15 @@ class Experiment:
         for round_ in self.rounds.values():
             round_.looks.pop(name, None)
 
-    def promote(self, name: str, champion: Policy, champion_spec: str) -> Policy:
+    def promote(self, name: str, champion: Policy) -> Policy:
         """Swap challenger ``name`` and the champion; returns the new champion (module notes)."""
         challenger = self.challenger(name)
-        former = Challenger(self.champion_name, champion_spec, champion)
+        former = Challenger(self.champion_name, self.champion_spec, champion)
         del self.challengers[name]
         self.challengers[former.name] = former
         for round_ in self.rounds.values():
             round_.looks.pop(name, None)
-        self.champion_name = name
+        self.champion_name, self.champion_spec = name, challenger.spec
         self.champion_version += 1
         training.hand_over(champion, challenger.policy)
         return challenger.policy
@@ -329,6 +331,7 @@ class Experiment:
         return to_saveable(
             {
                 "champion_name": self.champion_name,
+                "champion_spec": self.champion_spec,
                 "champion_version": self.champion_version,
                 "control": None if self.control is None else self.control.state_dict(),
                 "lift": self.lift.state(),
@@ -344,6 +347,7 @@ class Experiment:
         """Inverse of :meth:`state` (``source`` names the file in errors)."""
         state = from_saved(state)
         self.champion_name = str(state["champion_name"])
+        self.champion_spec = str(state["champion_spec"])
         self.champion_version = int(state["champion_version"])
         if state["control"] is not None:
             self.control = policy_from_state(state["control"], f"{source} (control)")

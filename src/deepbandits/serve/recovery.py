@@ -219,14 +219,11 @@ class Replay:
         folder: StateFolder,
         model_version: int,
         experiment: Experiment,
-        spec: str,
     ) -> None:
         self.policy = policy
         self.folder = folder
         self.model_version = model_version
         self.experiment = experiment
-        #: The champion's specification (the folder's, until a promotion).
-        self.spec = spec
         self.rng: dict[str, Any] | None = None
         #: The control policy's generator state after its last decision replayed.
         self.control_rng: dict[str, Any] | None = None
@@ -269,12 +266,10 @@ class Replay:
                 experiment.remove(v["name"])
         elif event.kind == "promote":
             v = event.values()
-            spec = experiment.challenger(v["name"]).spec
             if self.rng is not None:  # the former champion's generator, as it decided last
                 policy.set_random_state(self.rng)
                 self.rng = None
-            self.policy = experiment.promote(v["name"], policy, self.spec)
-            self.spec = spec
+            self.policy = experiment.promote(v["name"], policy)
         elif event.kind == "network":
             v = event.values()
             policy.apply_training(self.folder.read_network(v["file"], v["sha256"]))

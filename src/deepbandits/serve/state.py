@@ -210,15 +210,11 @@ class ServiceState:
             LOG.warning(note)
             self.log.skip_to(int(meta["seq"]))
         self.experiment = recovery.load_experiment(self.folder, info, meta, policy)
-        replay = recovery.Replay(
-            policy, self.folder, int(meta["model_version"]), self.experiment, self.spec
-        )
+        replay = recovery.Replay(policy, self.folder, int(meta["model_version"]), self.experiment)
         self.last_checkpoint = int(meta["seq"])
         self.replayed_to = replay.run(self.log, self.last_checkpoint, self.notes)
         self.replayed = replay.n
         self.policy: Policy = replay.policy  # a promotion replayed swaps the champion
-        #: The champion's specification (the folder's, until a promotion).
-        self.champion_spec = replay.spec
         #: One more at each promotion: a training of an earlier champion is not swapped in.
         self._generation = 0
         self._take_trainer()
@@ -422,14 +418,13 @@ class ServiceState:
         champion's name and version once the event is committed."""
         with self.lock:
             self._check_open()
-            challenger = self.experiment.challenger(name)
+            self.experiment.challenger(name)
             version = self.experiment.champion_version + 1
             future = self.log.append(
                 "promote", time.time(), None, self.model_version, promote_body(name, version)
             )[1]
-            former, former_spec = self.experiment.champion_name, self.champion_spec
-            self.policy = self.experiment.promote(name, self.policy, former_spec)
-            self.champion_spec = challenger.spec
+            former = self.experiment.champion_name
+            self.policy = self.experiment.promote(name, self.policy)
             self._generation += 1
             self._take_trainer()
         future.result()
@@ -444,7 +439,7 @@ class ServiceState:
             return {
                 "champion": {
                     "name": experiment.champion_name,
-                    "spec": self.champion_spec,
+                    "spec": experiment.champion_spec,
                     "champion_version": experiment.champion_version,
                     "rewards": lift.n,
                     "mean_reward": lift.mean if lift.n else None,
