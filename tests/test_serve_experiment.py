@@ -17,7 +17,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
