@@ -70,6 +70,13 @@ from deepbandits.serve import arrow
 from deepbandits.serve.export import logged_ids
 
 LINUCB = "linucb:reward_range=[0,1],seed=0"
+#: LinUCB with a live experiment (issue 50): IGW exploration, a 5 % uniform control group and two
+#: challengers in shadow (the words after the policy are ``deepbandits serve``'s own flags).
+EXPERIMENT = (
+    "linucb:explore=igw,min_propensity=0.01,reward_range=[0,1],seed=0 --control uniform "
+    "--control-share 0.05 --challenger linucb:alpha=0.3,reward_range=[0,1] "
+    "--challenger linucb:explore=igw,gamma=30,reward_range=[0,1]"
+)
 #: the default network; a training every 100 rewards (after 200) of 300 steps: one always runs
 NEURAL = (
     "neural-sigma2-linucb:reward_range=[0,1],train_start=200,train_every=100,warmup_every=0,"
@@ -139,8 +146,9 @@ class Server:
         if backend == "noop":
             argv = [sys.executable, __file__, "--noop-server"]
         else:
-            argv = [sys.executable, "-m", "deepbandits", "serve", "--policy", spec, "--state"]
-            argv += [str(folder), "--port", "0", "--durability", durability]
+            policy, *flags = shlex.split(spec)
+            argv = [sys.executable, "-m", "deepbandits", "serve", "--policy", policy, *flags]
+            argv += ["--state", str(folder), "--port", "0", "--durability", durability]
         if backend.startswith("ray"):
             argv += ["--backend", "ray", "--replicas", backend[-1], "--merge-every", "0"]
         with open(err, "w") as f:
@@ -522,6 +530,22 @@ def main() -> None:
         ("LinUCB", LINUCB, "normal", "decide", args.concurrency, None),
         ("LinUCB", LINUCB, "full", "decide", args.concurrency, None),
         ("LinUCB", LINUCB, "normal", "decide", args.concurrency, args.linucb_rate),
+        (
+            "LinUCB-IGW + control + 2 challengers",
+            EXPERIMENT,
+            "normal",
+            "decide",
+            args.concurrency,
+            None,
+        ),
+        (
+            "LinUCB-IGW + control + 2 challengers",
+            EXPERIMENT,
+            "normal",
+            "decide",
+            args.concurrency,
+            args.linucb_rate,
+        ),
         ("Neural-σ²-LinUCB (training)", NEURAL, "normal", "decide", args.concurrency, None),
         (
             "Neural-σ²-LinUCB (training)",

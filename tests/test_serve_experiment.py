@@ -45,10 +45,12 @@ def simulate(
     theta = rng.normal(size=D) / np.sqrt(D)
     experiment = Experiment(CHAMPION, control="uniform", share=share, seed=seed)
     champion = make_policy("linucb", explore="igw", min_propensity=0.025, seed=seed)
+    shadow: dict[str, list[float]] = {}
     for name, spec in challengers.items():
-        experiment.add(name, spec)
+        policy = experiment.add(name, spec).policy
+        shadow[name] = []
+        policy.probabilities = _spy(policy.probabilities, theta, shadow[name])  # type: ignore[method-assign]
     served, uniform = [], []
-    shadow: dict[str, list[float]] = {name: [] for name in challengers}
     for _ in range(T):
         X = rng.normal(size=(K, D))
         mu = X @ theta
@@ -56,9 +58,10 @@ def simulate(
         uniform.append(float(mu.mean()))
         decision, _ = experiment.decide(champion, X, None)
         experiment.keep([decision], [X])
-        for name in challengers:
-            shadow[name].append(float(experiment.rounds[decision.id].looks[name][0] @ mu))
         experiment.learn(champion, decision.id, float(mu[decision.arm] + 0.5 * rng.normal()))
+    experiment.flush()
+    for name, values in shadow.items():
+        assert len(values) == experiment.challengers[name].n == T
     lift = experiment.report_lift()["all"]
     reports = {name: c.report() for name, c in experiment.challengers.items()}
     return {
@@ -71,6 +74,19 @@ def simulate(
         "truth": {name: float(np.mean(values)) for name, values in shadow.items()},
         "support": {name: report["support"] for name, report in reports.items()},
     }
+
+
+def _spy(probabilities: Any, theta: np.ndarray, values: list[float]) -> Any:
+    """``probabilities`` that also records Σₐ π(a | x) μ(x, a) of every request it answers
+    (the challenger's true value there; μ(x, a) = xₐ·θ)."""
+
+    def spied(contexts: Any, mask: Any = None, **kwargs: Any) -> Any:
+        out = probabilities(contexts, mask, **kwargs)
+        probs = out[0] if isinstance(out, tuple) else out
+        values.extend(np.atleast_1d((probs * (np.asarray(contexts) @ theta)).sum(-1)).tolist())
+        return out
+
+    return spied
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +136,7 @@ def test_a_ucb_champion_log_warns_the_challengers_of_a_deterministic_logger():
         decision, _ = experiment.decide(champion, X, None)
         experiment.keep([decision], [X])
         experiment.learn(champion, decision.id, float(X[decision.arm] @ theta))
+    experiment.flush()
     support = experiment.challengers["other"].report()["support"]
     assert support["deterministic_rounds"] == 300
     assert any("propensity 1" in w for w in support["warnings"])
@@ -210,6 +227,7 @@ def _fingerprint(state: ServiceState, X: np.ndarray) -> dict[str, Any]:
         "rng": state.policy.random_state(),
         "control_rng": state.experiment.control.random_state(),
         "rounds": sorted(state.experiment.rounds),
+        "queue": len(state.experiment.queue),
         "pending": state.policy.pending_.ids(),
         "health": {
             k: v for k, v in state.health().items() if k not in ("notes", "last_checkpoint")
@@ -249,7 +267,10 @@ def test_a_restart_replays_the_experiment_and_the_promotion_bit_for_bit(tmp_path
             s.learn(d.id, float(theta.sum()))[1].result()
         by_former = [d for d in pending if not in_control(d.id, s.experiment.seed, 0.5)]
         assert 0 < len(by_former) < len(pending)
-        # the former champion, now in shadow, learns every round; the champion its group's
+        # the former champion learns its own decisions at once, and in shadow every other
+        # round with the next batch; the champion learns its group's
+        assert former.t_ == t_former + len(by_former)
+        s.experiment.flush()
         assert former.t_ == t_former + len(pending)
         assert s.policy.t_ == t_champion + len(by_former)
         assert not any(d.id in former.pending_ for d in pending)

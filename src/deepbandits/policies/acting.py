@@ -217,16 +217,19 @@ def _record(
     return decision
 
 
-def _request_index(policy: PolicyCore, X: Contexts, mask: NDArray[np.bool_] | None) -> Array:
+def _request_index(
+    policy: PolicyCore, X: Contexts, mask: NDArray[np.bool_] | None
+) -> tuple[Array, Array]:
+    """One request's index and every arm's estimated mean."""
     ev = policy._evaluate(X)
     ev.mask = mask
     ev.round = policy.pending_.n_decided
-    return policy._index(ev)
+    return policy._index(ev), ev.mean
 
 
-def _sampled_probabilities(policy: PolicyCore, contexts: Any, mask: Any) -> Array:
+def _sampled_probabilities(policy: PolicyCore, contexts: Any, mask: Any) -> tuple[Array, Array]:
     """:meth:`Acting.probabilities` of an index that samples from a closed-form distribution,
-    one request at a time."""
+    one request at a time, and every arm's estimated mean."""
     batched = isinstance(contexts, np.ndarray) and contexts.ndim == 3
     requests = list(contexts) if batched else [contexts]
     rows = [None] * len(requests) if mask is None else list(np.asarray(mask)) if batched else [mask]
@@ -234,12 +237,15 @@ def _sampled_probabilities(policy: PolicyCore, contexts: Any, mask: Any) -> Arra
         raise InputValueError(
             f"mask must have one row per request ({len(requests)}), but {len(rows)} are given"
         )
-    out = []
+    out, means = [], []
     for X, m in zip(requests, rows, strict=True):
         ev = policy._evaluate(policy._check(X))
         ev.mask = check_mask(m, len(ev.mean))
         out.append(policy._distribution(ev))
-    return np.stack(out) if batched else out[0]
+        means.append(ev.mean)
+    if batched:
+        return np.stack(out), np.stack(means)
+    return out[0], means[0]
 
 
 class Acting(PolicyCore):
@@ -337,8 +343,12 @@ class Acting(PolicyCore):
 
     @per_round
     def probabilities(
-        self, contexts: ArrayLike | BlockContexts, mask: ArrayLike | None = None
-    ) -> Array:
+        self,
+        contexts: ArrayLike | BlockContexts,
+        mask: ArrayLike | None = None,
+        *,
+        return_mean: bool = False,
+    ) -> Array | tuple[Array, Array]:
         """Every arm's probability of being played by the policy as it stands: ``[K]`` for one
         request ``[K, d]`` (``mask`` ``[K]``), ``[B, K]`` for ``B`` requests ``[B, K, d]``
         (``mask`` ``[B, K]``).
@@ -348,11 +358,15 @@ class Acting(PolicyCore):
         played. Off-policy evaluation reads a policy's action distribution here. Reads and changes
         nothing. An index that samples has the distribution it draws from where that has a
         closed form (inverse gap weighting); one that has none (Thompson sampling) raises
-        :class:`~deepbandits.errors.InputValueError`: evaluate it by replay.
+        :class:`~deepbandits.errors.InputValueError`: evaluate it by replay. With
+        ``return_mean=True`` (as scikit-learn's ``predict(X, return_std=True)``), also every
+        arm's estimated mean (:meth:`predict`'s first array) from the same evaluation: what a
+        shadow evaluation reads on each request (:mod:`deepbandits.serve.shadow`).
         """
         if self._samples and self._closed_form:
             with atomic(self, read_only=True):
-                return _sampled_probabilities(self, contexts, mask)
+                probs, means = _sampled_probabilities(self, contexts, mask)
+            return (probs, means) if return_mean else probs
         if self._samples:
             raise InputValueError(
                 f"{type(self).__name__} samples its index, so its action probabilities have no "
@@ -371,22 +385,22 @@ class Acting(PolicyCore):
                 masks = None if mask is None else np.stack(checked)  # type: ignore[arg-type]
                 if B > 1 and self._vectorised:
                     flat = self._check(contexts.reshape(B * K, d))
-                    index = self._index(self._evaluate_uniform(flat, B, K))
+                    ev = self._evaluate_uniform(flat, B, K)
+                    index, means = self._index(ev), ev.mean
                 else:
-                    index = np.stack(
-                        [
-                            _request_index(self, self._check(X), m)
-                            for X, m in zip(contexts, checked, strict=True)
-                        ]
-                    )
+                    pairs = [
+                        _request_index(self, self._check(X), m)
+                        for X, m in zip(contexts, checked, strict=True)
+                    ]
+                    index, means = np.stack([i for i, _ in pairs]), np.stack([m for _, m in pairs])
             else:
                 X = self._check(contexts)
                 masks = check_mask(mask, X.shape[0])
-                index = _request_index(self, X, masks)
+                index, means = _request_index(self, X, masks)
             probs = greedy_propensities(index, masks, epsilon)
         if not (probs.sum(axis=-1) > 0).all():
             raise _nan_error(self)
-        return probs
+        return (probs, means) if return_mean else probs
 
     @per_round
     def predict(self, contexts: ArrayLike) -> tuple[Array, Array]:

@@ -128,6 +128,46 @@ class Learning(PolicyCore):
             return _learn_one(self, Feedback(self._observe(X, arm, None), *checked))
 
     @per_round
+    def update_batch(
+        self,
+        contexts: Sequence[ArrayLike],
+        arms: Sequence[int],
+        rewards: Sequence[float],
+        *,
+        sigma2: Sequence[float | None] | None = None,
+        reward_ranges: Sequence[tuple[float, float] | None] | None = None,
+    ) -> Learned | None:
+        """Learn several rounds played elsewhere at once (:meth:`update` of each, as
+        :meth:`learn_batch` learns pending decisions): ``contexts`` the rounds' context matrices,
+        ``arms`` the arms played, ``rewards`` their rewards; ``sigma2`` and ``reward_ranges``
+        give each round's (None: none). Everything is checked before anything is learned; an
+        empty batch learns nothing. The features come from the model as it is at the call.
+        """
+        n = len(contexts)
+        if not (len(arms) == len(rewards) == n):
+            raise InputValueError(
+                f"contexts, arms and rewards must have one entry per round, but {n}, {len(arms)} "
+                f"and {len(rewards)} are given"
+            )
+        s2 = [None] * n if sigma2 is None else list(sigma2)
+        ranges = [None] * n if reward_ranges is None else list(reward_ranges)
+        if len(s2) != n or len(ranges) != n:
+            raise InputValueError(
+                f"sigma2 and reward_ranges must have one entry per round ({n}), but {len(s2)} "
+                f"and {len(ranges)} are given"
+            )
+        if n == 0:
+            return None
+        self._check_learn_many(n)
+        with atomic(self):
+            batch = []
+            for X, arm, r, v, b in zip(contexts, arms, rewards, s2, ranges, strict=True):
+                checked = self._check(X)
+                observed = self._observe(checked, check_arm(arm, checked.shape[0]), None)
+                batch.append(Feedback(observed, *check_reward(self, r, v, b, 1.0)))
+            return self._learn_many(batch)
+
+    @per_round
     def learn(
         self,
         decision: Decision | str,

@@ -61,14 +61,23 @@ Array = NDArray[np.float64]
 MAX_CHALLENGERS = 8
 
 
+#: Rewarded rounds the challengers are given at once (:mod:`deepbandits.serve.shadow`).
+SHADOW_BATCH = 32
+
+
 @dataclass
 class Round:
-    """A served request awaiting its reward, as the challengers need it."""
+    """A served request, as the challengers need it: awaiting its reward, then queued."""
 
     contexts: Array
     arm: int
     propensity: float
-    looks: dict[str, tuple[Array, Array] | None] = field(default_factory=dict)
+    mask: NDArray[np.bool_] | None = None
+    reward: float = 0.0
+    #: The reward's ``sigma2`` and ``reward_range``, as learned.
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: The challenger (a former champion) that decided it, which learns it as its own.
+    owner: str | None = None
 
 
 def check_name(name: Any) -> str:
@@ -136,6 +145,9 @@ class Experiment:
         self.lift = LiftTracker(window)
         self.challengers: dict[str, Challenger] = {}
         self.rounds: OrderedDict[str, Round] = OrderedDict()
+        #: Rewarded rounds not yet given to the challengers.
+        self.queue: list[Round] = []
+        self.shadow_batch = SHADOW_BATCH
         self.max_rounds = max_rounds
         self.champion_version = 0
 
@@ -203,8 +215,8 @@ class Experiment:
         if not self.challengers:
             return
         for decision, X in zip(decisions, contexts, strict=True):
-            looks = {name: c.look(X, decision.mask) for name, c in self.challengers.items()}
-            self.rounds[decision.id] = Round(X, decision.arm, decision.propensity, looks)
+            mask = None if decision.mask is None else np.asarray(decision.mask, dtype=bool)
+            self.rounds[decision.id] = Round(X, decision.arm, decision.propensity, mask)
             while len(self.rounds) > self.max_rounds:
                 self.rounds.popitem(last=False)
 
@@ -234,17 +246,22 @@ class Experiment:
         self.lift.add(group, float(reward))
         if round_ is not None:
             del self.rounds[decision_id]
-            for name, challenger in self.challengers.items():
-                if challenger is not owner:
-                    challenger.learn(
-                        round_.looks.get(name),
-                        round_.contexts,
-                        round_.arm,
-                        round_.propensity,
-                        float(reward),
-                        **kwargs,
-                    )
+            round_.reward, round_.extra = float(reward), kwargs
+            round_.owner = None if owner is None else owner.name
+            self.queue.append(round_)
+            if len(self.queue) >= self.shadow_batch:
+                self.flush()
         return learned
+
+    def flush(self) -> None:
+        """Give the queued rounds to the challengers (each but the one that decided a round);
+        done every :attr:`shadow_batch` rewards, and before a challenger is added, removed or
+        promoted, so that the batches are the same in a replay."""
+        queue, self.queue = self.queue, []
+        for name, challenger in self.challengers.items():
+            rounds = [r for r in queue if r.owner != name]
+            if rounds:
+                challenger.learn(rounds, [r.reward for r in rounds], [r.extra for r in rounds])
 
     def _former(self, decision_id: str) -> Challenger | None:
         """The challenger (a former champion) that holds decision ``decision_id`` pending."""
@@ -270,6 +287,7 @@ class Experiment:
 
     def add(self, name: str, spec: str) -> Challenger:
         """Register challenger ``name`` of ``spec`` (checked by :meth:`check_new`)."""
+        self.flush()
         challenger = Challenger(name, spec, policy_of_spec(spec, self.seed))
         self.challengers[name] = challenger
         return challenger
@@ -285,18 +303,16 @@ class Experiment:
     def remove(self, name: str) -> None:
         """Remove challenger ``name``."""
         self.challenger(name)
+        self.flush()
         del self.challengers[name]
-        for round_ in self.rounds.values():
-            round_.looks.pop(name, None)
 
     def promote(self, name: str, champion: Policy) -> Policy:
         """Swap challenger ``name`` and the champion; returns the new champion (module notes)."""
         challenger = self.challenger(name)
+        self.flush()
         former = Challenger(self.champion_name, self.champion_spec, champion)
         del self.challengers[name]
         self.challengers[former.name] = former
-        for round_ in self.rounds.values():
-            round_.looks.pop(name, None)
         self.champion_name, self.champion_spec = name, challenger.spec
         self.champion_version += 1
         training.hand_over(champion, challenger.policy)
@@ -318,16 +334,8 @@ class Experiment:
     def state(self) -> dict[str, Any]:
         """Everything of the experiment a checkpoint keeps, as tensors and plain values
         (``torch.save``-able, read back with ``weights_only=True``)."""
-        rounds = [
-            [
-                decision_id,
-                r.contexts,
-                r.arm,
-                r.propensity,
-                {name: None if look is None else list(look) for name, look in r.looks.items()},
-            ]
-            for decision_id, r in self.rounds.items()
-        ]
+        rounds = [[i, *_round_state(r)] for i, r in self.rounds.items()]
+        queue = [_round_state(r) for r in self.queue]
         return to_saveable(
             {
                 "champion_name": self.champion_name,
@@ -340,6 +348,7 @@ class Experiment:
                     for c in self.challengers.values()
                 ],
                 "rounds": rounds,
+                "queue": queue,
             }
         )
 
@@ -358,23 +367,32 @@ class Experiment:
             challenger = Challenger(saved["name"], saved["spec"], policy)
             challenger.load(saved)
             self.challengers[challenger.name] = challenger
-        self.rounds = OrderedDict(
-            (
-                decision_id,
-                Round(
-                    np.asarray(contexts, dtype=np.float64),
-                    int(arm),
-                    float(propensity),
-                    {
-                        name: None
-                        if look is None
-                        else (np.asarray(look[0], np.float64), np.asarray(look[1], np.float64))
-                        for name, look in looks.items()
-                    },
-                ),
-            )
-            for decision_id, contexts, arm, propensity, looks in state["rounds"]
-        )
+        self.rounds = OrderedDict((saved[0], _round_of(saved[1:])) for saved in state["rounds"])
+        self.queue = [_round_of(saved) for saved in state["queue"]]
+
+
+def _round_state(r: Round) -> list[Any]:
+    extra = {
+        "sigma2": r.extra.get("sigma2"),
+        "reward_range": None
+        if r.extra.get("reward_range") is None
+        else list(r.extra["reward_range"]),
+    }
+    return [r.contexts, r.arm, r.propensity, r.mask, r.reward, extra, r.owner]
+
+
+def _round_of(saved: list[Any]) -> Round:
+    contexts, arm, propensity, mask, reward, extra, owner = saved
+    bounds = extra["reward_range"]
+    return Round(
+        np.asarray(contexts, dtype=np.float64),
+        int(arm),
+        float(propensity),
+        None if mask is None else np.asarray(mask, dtype=bool),
+        float(reward),
+        {"sigma2": extra["sigma2"], "reward_range": None if bounds is None else tuple(bounds)},
+        owner,
+    )
 
 
 def from_saved(obj: Any) -> Any:

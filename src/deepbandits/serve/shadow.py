@@ -1,23 +1,27 @@
 """Challengers in shadow: candidate policies that see every request and reward of a service,
 never serve, and whose value on the served traffic is estimated as it grows.
 
-On each request a challenger states what it would do: its probability of every arm π(· | x)
-(the policy's ``probabilities``; for a policy that samples its index, the one-hot of the arm it
-would draw, whose expectation is its distribution) and its estimated mean of every arm q̂(x, ·)
-(``predict``). When the reward of that request arrives, with the arm served and its logged
-propensity π₀(a | x), the challenger keeps one round of the off-policy terms of
+The served requests are kept until their rewards arrive; the rewarded rounds are then given to
+the challengers in batches (:data:`~deepbandits.serve.experiment.SHADOW_BATCH` at a time, in
+log order, so that a replay gives the same batches). For each round of a batch a challenger
+states what it would do, as it stands: its probability of every arm π(· | x) and its estimated
+mean of every arm q̂(x, ·), one evaluation of the whole batch (``probabilities(...,
+return_mean=True)``; for a policy that samples its index without a closed form, the one-hot of
+the arm it would draw, whose expectation is its distribution). With the arm served and its
+logged propensity π₀(a | x), it keeps one round of the off-policy terms of
 :class:`~deepbandits.ope.estimator.Terms` (wₜ = π(aₜ | xₜ) / π₀(aₜ | xₜ), q̂(xₜ, π) and
-q̂(xₜ, aₜ)), then learns the round itself (``update``: the served arm's reward, with the context
-it was served in). Its estimate is read by the library's estimators (IPS, SNIPS and DR by
-default) from those columns, each with a normal interval from its per-round influence
-(the delta method for the ratio estimators), and the support diagnostics of
+q̂(xₜ, aₜ)), then learns the batch's rounds (``update_batch``: the served arms' rewards, with
+the contexts they were served in). Its estimate is read by the library's estimators (IPS,
+SNIPS and DR by default) from those columns, each with a normal interval from its per-round
+influence (the delta method for the ratio estimators), and the support diagnostics of
 :mod:`deepbandits.ope.support`.
 
-The estimand is the challenger's value as it stood on each request, averaged over the served
-requests: Σₜ Σₐ π_t(a | xₜ) μ(xₜ, a) / n. Because π_t and q̂_t depend only on rounds before t,
-IPS and DR are unbiased for it whenever the logging policy gives every arm the challenger plays a
-positive propensity (inverse gap weighting with a floor, ε-greedy, or a uniform control);
-rounds logged with propensity 1 by a deterministic logger are flagged by the diagnostics.
+The estimand is the challenger's value as it stood when it was given each round, averaged over
+the rounds: Σₜ Σₐ π_t(a | xₜ) μ(xₜ, a) / n. Because π_t and q̂_t never depend on round t's own
+reward, IPS and DR are unbiased for it whenever the logging policy gives every arm the
+challenger plays a positive propensity (inverse gap weighting with a floor, ε-greedy, or a
+uniform control); rounds logged with propensity 1 by a deterministic logger are flagged by the
+diagnostics.
 """
 
 from __future__ import annotations
@@ -78,54 +82,70 @@ class Challenger:
         #: Whether the policy's index samples (its distribution read as the one-hot of a draw).
         self._samples = False
 
-    def look(self, contexts: Array, mask: Any) -> tuple[Array, Array] | None:
-        """π(· | x) and q̂(x, ·) of the challenger as it stands (None when it fails: counted in
-        :attr:`errors`, never failing the request)."""
+    def _looks(self, rounds: list[Any]) -> list[tuple[Array, Array] | None]:
+        """π(· | x) and q̂(x, ·) of the challenger as it stands on each of ``rounds``: one
+        evaluation of them all when they have one shape; a round it fails on is None (counted
+        in :attr:`errors`, never failing a request)."""
+        policy = self.policy
+        if not self._samples and len({r.contexts.shape for r in rounds}) == 1:
+            stacked = np.stack([r.contexts for r in rounds])
+            masks = None
+            if any(r.mask is not None for r in rounds):
+                masks = np.stack(
+                    [np.ones(len(r.contexts), bool) if r.mask is None else r.mask for r in rounds]
+                )
+            try:
+                pi, q = policy.probabilities(stacked, masks, return_mean=True)
+                return list(zip(pi, q, strict=True))
+            except InputValueError:
+                pass  # one by one below: which round fails, or an index that samples
+        return [self._look(r.contexts, r.mask) for r in rounds]
+
+    def _look(self, contexts: Array, mask: Any) -> tuple[Array, Array] | None:
         policy = self.policy
         try:
             if not self._samples:
                 try:
-                    pi = policy.probabilities(contexts, mask)
+                    return policy.probabilities(contexts, mask, return_mean=True)
                 except InputValueError:  # an index that samples has no closed form
                     self._samples = True
-            if self._samples:
-                pi = np.zeros(len(contexts))
-                pi[policy.select(contexts, mask)] = 1.0
-            q = policy.predict(contexts)[0]
+            pi = np.zeros(len(contexts))
+            pi[policy.select(contexts, mask)] = 1.0
+            return pi, policy.predict(contexts)[0]
         except DeepBanditsError as exc:
             self._failed(exc)
             return None
-        return np.asarray(pi, dtype=np.float64), np.asarray(q, dtype=np.float64)
 
     def _failed(self, exc: Exception) -> None:
         self.errors += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
 
-    def learn(
-        self,
-        looked: tuple[Array, Array] | None,
-        contexts: Array,
-        arm: int,
-        propensity: float,
-        reward: float,
-        **kwargs: Any,
-    ) -> None:
-        """Keep the round's off-policy terms (when the challenger looked at the request), then
-        learn the served arm's reward (``kwargs``: ``sigma2``, ``reward_range``)."""
-        if looked is not None:
-            pi, q = looked
-            certain = propensity >= 1.0
+    def learn(self, rounds: list[Any], rewards: list[float], extras: list[dict[str, Any]]) -> None:
+        """Keep the off-policy terms of ``rounds`` (each with its ``contexts``, ``mask``,
+        ``arm`` and ``propensity``) under the challenger as it stands, then learn their
+        ``rewards`` at once (``extras``: each reward's ``sigma2`` and ``reward_range``)."""
+        for round_, look, reward in zip(rounds, self._looks(rounds), rewards, strict=True):
+            if look is None:
+                continue
+            pi, q = look
+            arm, propensity = round_.arm, round_.propensity
             row = (
                 reward,
                 pi[arm] / propensity,
                 float(pi @ q),
                 q[arm],
                 propensity,
-                1.0 - pi[arm] if certain else 0.0,
+                1.0 - pi[arm] if propensity >= 1.0 else 0.0,
             )
             self._append(row, len(pi), arm, pi > 0)
         try:
-            self.policy.update(contexts, arm, reward, **kwargs)
+            self.policy.update_batch(
+                [r.contexts for r in rounds],
+                [r.arm for r in rounds],
+                rewards,
+                sigma2=[e.get("sigma2") for e in extras],
+                reward_ranges=[e.get("reward_range") for e in extras],
+            )
         except DeepBanditsError as exc:
             self._failed(exc)
 
