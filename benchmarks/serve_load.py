@@ -72,8 +72,9 @@ from deepbandits.serve.export import logged_ids
 LINUCB = "linucb:reward_range=[0,1],seed=0"
 #: LinUCB with a live experiment (issue 50): IGW exploration, a 5 % uniform control group and two
 #: challengers in shadow (the words after the policy are ``deepbandits serve``'s own flags).
+IGW = "linucb:explore=igw,min_propensity=0.01,reward_range=[0,1],seed=0"
 EXPERIMENT = (
-    "linucb:explore=igw,min_propensity=0.01,reward_range=[0,1],seed=0 --control uniform "
+    f"{IGW} --control uniform "
     "--control-share 0.05 --challenger linucb:alpha=0.3,reward_range=[0,1] "
     "--challenger linucb:explore=igw,gamma=30,reward_range=[0,1]"
 )
@@ -388,7 +389,8 @@ async def batch(
 
 
 async def measure(res: Result, spec: str, args: argparse.Namespace, root: Path) -> Result:
-    name = f"{res.case}-{res.backend}-{res.endpoint}-{res.durability}".replace(" ", "_")
+    name = f"{res.case}-{res.backend}-{res.endpoint}-{res.durability}"
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
     server = Server(spec, res.durability, root / name, res.backend)
     try:
         await wait_ready(server.url)
@@ -530,6 +532,8 @@ def main() -> None:
         ("LinUCB", LINUCB, "normal", "decide", args.concurrency, None),
         ("LinUCB", LINUCB, "full", "decide", args.concurrency, None),
         ("LinUCB", LINUCB, "normal", "decide", args.concurrency, args.linucb_rate),
+        ("LinUCB-IGW", IGW, "normal", "decide", args.concurrency, None),
+        ("LinUCB-IGW", IGW, "normal", "decide", args.concurrency, args.linucb_rate),
         (
             "LinUCB-IGW + control + 2 challengers",
             EXPERIMENT,
@@ -576,7 +580,7 @@ def main() -> None:
             words = f"{name} {backend} {endpoint} {durability} {offered}".lower()
             if args.only and args.only.lower() not in words:
                 continue
-            res = Result(name.split(" ")[0], durability, endpoint, concurrency, rate, backend)
+            res = Result(name, durability, endpoint, concurrency, rate, backend)
             res = uvloop.run(measure(res, spec, args, Path(tmp)))
             res.case = name
             print(" | ".join(res.row()), file=sys.stderr)
