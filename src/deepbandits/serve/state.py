@@ -33,12 +33,10 @@ from deepbandits._io import folder_lock
 from deepbandits.errors import ConcurrentUseError, EventLogError, InputValueError, ServiceError
 from deepbandits.policies import Decision, Policy
 from deepbandits.policies.evaluation import Learned
-from deepbandits.policies.parts.trainer import TrainingJob
 from deepbandits.serve import batches, recovery, training
 from deepbandits.serve.events import (
     challenger_body,
     decision_body,
-    network_body,
     promote_body,
     reward_body,
     rng_json,
@@ -215,16 +213,12 @@ class ServiceState:
         self.replayed_to = replay.run(self.log, self.last_checkpoint, self.notes)
         self.replayed = replay.n
         self.policy: Policy = replay.policy  # a promotion replayed swaps the champion
-        #: One more at each promotion: a training of an earlier champion is not swapped in.
-        self._generation = 0
         self._take_trainer()
         self.scale.seen(max(float(meta.get("context_scale", 0.0)), replay.largest))
         self.model_version = replay.model_version
         self.n_events = recovery.events_before(meta, self.log) + replay.n_events
-        self.n_trainings = 0
-        self.training_failures = 0
+        self.trainings = training.OffPathTraining(self)
         self._since_snapshot = 0
-        self._training: threading.Thread | None = None
         self._snapshotting: threading.Thread | None = None
         self._snapshot_lock = threading.Lock()
         self._closed = False
@@ -236,6 +230,11 @@ class ServiceState:
         if self.trainer is not None:
             torch.set_num_threads(1)  # the request path and the trainer share the cores
             training.PROCESS.start()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._closed
 
     @property
     def spec(self) -> str:
@@ -425,7 +424,7 @@ class ServiceState:
             )[1]
             former = self.experiment.champion_name
             self.policy = self.experiment.promote(name, self.policy)
-            self._generation += 1
+            self.trainings.generation += 1  # a training of the former champion is dropped
             self._take_trainer()
         future.result()
         self.maybe_train()
@@ -465,57 +464,20 @@ class ServiceState:
             thread.start()
 
     # ------------------------------------------------------------------ training
-    #: Why the last training failed (None: none failed since the service opened).
-    last_training_error: str | None = None
-    #: Set by :meth:`close`: no training starts any more.
-    _stopping = False
-
     @property
     def training(self) -> bool:
         """Whether a training runs now."""
-        return self._training is not None
+        return self.trainings.running
+
+    @property
+    def training_failures(self) -> int:
+        """Trainings that failed since the service opened."""
+        return self.trainings.failures
 
     def maybe_train(self) -> bool:
         """Start a training in the background if one is due and none runs; returns whether
-        one started. A training that failed stays due: the next reward starts it again."""
-        trainer = self.trainer
-        if trainer is None or trainer.due_ is None or self._training is not None or self._stopping:
-            return False
-        with self.lock:
-            if trainer.due_ is None or self._training is not None or self._stopping:
-                return False
-            job = self.policy.prepare_training()
-            self._training = threading.Thread(
-                target=self._train, args=(job,), name="deepbandits-train", daemon=True
-            )
-            self._training.start()
-        return True
-
-    def _train(self, job: TrainingJob) -> None:
-        try:
-            generation = self._generation
-            state = training.run_in_process(job, self.training_timeout)
-            version = self.model_version + 1  # only this thread changes it, one at a time
-            file, checksum = self.folder.write_network(version, state)
-            with self.lock:
-                if self._closed or generation != self._generation:
-                    return  # shut down, or the champion it trained was swapped out
-                self.policy.apply_training(state)
-                self.model_version = version
-                body = network_body(version, file, checksum, job.snapshot_t, state["seconds"])
-                future = self.log.append("network", time.time(), None, version, body)[1]
-            future.result()
-            self.n_trainings += 1
-            for listener in self.training_listeners:
-                listener(float(state["seconds"]))
-        except Exception as exc:
-            self.training_failures += 1
-            self.last_training_error = f"{type(exc).__name__}: {exc}"
-            LOG.exception("a network training failed; the current network stays")
-            return  # still due: the next reward retries it (at once, a failing one would spin)
-        finally:
-            self._training = None
-        self.maybe_train()  # one that fell due meanwhile
+        one started (:class:`~deepbandits.serve.training.OffPathTraining`)."""
+        return self.trainings.maybe_start()
 
     # ------------------------------------------------------------------ checkpoints
     def snapshot(self) -> dict[str, Any]:
@@ -567,8 +529,8 @@ class ServiceState:
                 "rewards_learned": self.policy.t_,
                 "training": self.training,
                 "trainings": int(getattr(self.policy, "n_trainings_", 0)),
-                "training_failures": self.training_failures,
-                "last_training_error": self.last_training_error,
+                "training_failures": self.trainings.failures,
+                "last_training_error": self.trainings.last_error,
                 "last_event": self.log.seq,
                 "last_checkpoint": self.last_checkpoint,
                 "policy": self.info["policy"],
@@ -587,13 +549,7 @@ class ServiceState:
         hung one never holds the shutdown."""
         if self._closed:
             return
-        self._stopping = True
-        thread = self._training
-        if thread is not None:
-            thread.join(CLOSE_WAIT)
-            if thread.is_alive():
-                training.PROCESS.close()
-                thread.join()
+        self.trainings.stop(CLOSE_WAIT)
         if self._snapshotting is not None:
             self._snapshotting.join()
         if snapshot and self.log.failure is None:
