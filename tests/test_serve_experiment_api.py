@@ -152,17 +152,18 @@ def test_challengers_are_added_listed_estimated_removed_and_promoted(tmp_path):
         listed = client.challengers()
         assert [c["name"] for c in listed["challengers"]] == ["eps", WIDE]
         assert listed["champion"]["name"] == LINUCB and listed["champion"]["rewards"] == 0
-        rewards = play(client, 2, 24)
+        rewards = play(client, 2, 40)  # a batch of 32 rounds given to the challengers, 8 queued
         listed = client.challengers()
-        assert [c["rounds"] for c in listed["challengers"]] == [24, 24]
+        assert [c["rounds"] for c in listed["challengers"]] == [32, 32]
+        assert listed["queued"] == 8
         policy_rewards = client.lift()["all"]["policy"]
         assert listed["champion"]["rewards"] == policy_rewards["rewards"]
         assert listed["champion"]["mean_reward"] == pytest.approx(policy_rewards["mean"])
-        assert len(rewards) == 24
+        assert len(rewards) == 40
         metrics = samples(client.metrics())
         for challenger in listed["challengers"]:
             name = challenger["name"]
-            assert metrics[("deepbandits_challenger_rounds", (("challenger", name),))] == 24
+            assert metrics[("deepbandits_challenger_rounds", (("challenger", name),))] == 32
             for estimate in challenger["estimates"]:
                 labels = (("challenger", name), ("estimator", estimate["estimator"]))
                 assert estimate["value"] is not None
@@ -200,9 +201,57 @@ def test_challengers_are_added_listed_estimated_removed_and_promoted(tmp_path):
     table = pd.read_parquet(out).set_index("decision_id")
     assert (table.loc[sorted(before_promotion), "champion_version"] == 0).all()
     assert table.loc[after.id, "champion_version"] == 1
-    assert len(table) == 24 + 4 + 1  # the challenger and promote events are no rows
+    assert len(table) == 40 + 4 + 1  # the challenger and promote events are no rows
     with ServiceState(folder) as again:  # the log replays the same experiment
         assert again.health()["champion_version"] == 2 and again.health()["challengers"] == []
+
+
+def test_export_names_the_policy_that_made_each_row_control_champion_and_promoted(tmp_path):
+    """``logging_policy`` per row: the control as given, the folder's policy before the
+    promotion, the challenger's specification after it, the folder's again after a rollback."""
+    from deepbandits.logs.service import LoggingPolicy, read_logging_policy
+    from deepbandits.serve.export import export_log, read_log_and_policy
+
+    folder = tmp_path / "s"
+    phases: dict[str, int] = {}  # decision id -> champion_version when it was made
+    with ServiceState(folder, policy=LINUCB, control="uniform", control_share=0.5) as state:
+        state.add_challenger(EPS, name="eps")
+        for version, seed in ((0, 5), (1, 6), (2, 7)):
+            if version == 1:
+                state.promote("eps")
+            elif version == 2:
+                state.promote(LINUCB)  # the former champion, promoted back
+            stream = contexts_stream(seed, 24)
+            decided = [state.decide(X)[0] for X in stream[:12]]
+            decided += state.decide_batch(stream[12:])[0]
+            for d, X in zip(decided, stream, strict=True):
+                state.learn(d.id, reward_of(X, d.arm))[1].result()
+                phases[d.id] = version
+        seed = seed_of(folder)
+    out = tmp_path / "log.csv"
+    table = export_log(folder, out, "csv").set_index("decision_id")
+    written = pd.read_csv(out).set_index("decision_id")
+    assert list(written["logging_policy"]) == list(table["logging_policy"])
+    specs = {0: LINUCB, 1: EPS, 2: LINUCB}
+    seen = set()
+    for decision_id, version in phases.items():
+        control = in_control(decision_id, seed, 0.5)
+        row = table.loc[decision_id]
+        assert row["group"] == ("control" if control else "policy")
+        assert row["champion_version"] == version
+        logged = LoggingPolicy.from_json(row["logging_policy"], "row")
+        assert (logged.n_features, logged.n_arms) == (5, 3)  # the table's d and K
+        if control:
+            assert (logged.spec, logged.source, logged.name) == ("uniform", "control", "uniform")
+            assert logged.describe().startswith("uniform (the control group)")
+        else:
+            assert (logged.spec, logged.source) == (specs[version], "spec")
+            assert logged.reward_range == ((0.0, 1.0) if version != 1 else None)
+        seen.add((control, version))
+    assert len(seen) == 6  # each group in each phase
+    # the readers describe the log by the folder's policy, as before the experiment
+    for described in (read_logging_policy(out), read_log_and_policy(folder)[1]):
+        assert (described.spec, described.reward_range) == (LINUCB, (0.0, 1.0))
 
 
 def test_a_name_with_a_slash_or_a_dot_segment_is_removed_by_the_client(tmp_path):

@@ -212,6 +212,9 @@ class ChallengerOut(BaseModel):
 class ChallengersOut(BaseModel):
     champion: ChampionOut
     challengers: list[ChallengerOut]
+    queued: int = Field(
+        ..., description="rewarded rounds waiting for the challengers' next batch of 32"
+    )
 
 
 class ChallengerRequest(BaseModel):

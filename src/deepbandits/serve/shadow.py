@@ -34,7 +34,6 @@ from numpy.typing import NDArray
 
 from deepbandits.errors import DeepBanditsError, InputValueError
 from deepbandits.ope.estimator import RatioEstimator, Terms, make_estimator, ratio_columns
-from deepbandits.ope.estimators import effective_sample_size
 from deepbandits.ope.support import MIN_PROPENSITY, Support, support_messages
 from deepbandits.policies import Policy
 
@@ -48,22 +47,30 @@ Z95 = 1.959963984540054
 COLUMNS = ("reward", "w", "dm", "q_logged", "propensity", "lost")
 
 
-def delta_interval(estimator: RatioEstimator, terms: Terms, z: float = Z95) -> tuple[float, float]:
-    """The estimate of ``estimator`` on ``terms`` and its normal standard error: the standard
-    deviation of the per-round influence Σ over its ratios (numᵢ − R·denᵢ)/mean(den), over
-    √n (for a mean estimator, the term's own standard error)."""
-    n = len(terms)
-    columns = ratio_columns([estimator], terms)
-    value, influence = 0.0, np.zeros(n)
+def ratio_estimate(
+    estimator: RatioEstimator, index: dict[str, int], sums: Array, products: Array, n: int
+) -> tuple[float, float]:
+    """The estimate of ``estimator`` and its normal standard error from the sufficient
+    statistics of its per-round columns (``index``: a column's position in ``sums`` Σₜ cₜ and
+    ``products`` Σₜ cₜ cₜᵀ, over ``n`` rounds): the estimate is Σ over its ratios of
+    Σ num / Σ den, and its influence on round t the linear combination Σ over its ratios of
+    (numₜ − R·denₜ) / mean(den) (the delta method; for a mean estimator, the term minus its
+    mean), whose sample variance over √n is the standard error. NaN where a denominator sums
+    to 0 (and the error below two rounds)."""
+    weights = np.zeros(len(sums))
+    value = 0.0
     for num, den in estimator.ratios():
-        mean_den = float(columns[den].mean())
-        if mean_den == 0:
+        total = float(sums[index[den]])
+        if n == 0 or total == 0:
             return math.nan, math.nan
-        ratio = float(columns[num].sum() / columns[den].sum())
+        ratio = float(sums[index[num]]) / total
         value += ratio
-        influence += (columns[num] - ratio * columns[den]) / mean_den
-    se = float(influence.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    return value, se
+        weights[index[num]] += n / total
+        weights[index[den]] -= ratio * n / total
+    if n < 2:
+        return value, math.nan
+    spread = float(weights @ products @ weights) - float(weights @ sums) ** 2 / n
+    return value, math.sqrt(max(spread, 0.0) / (n - 1) / n)
 
 
 class Challenger:
@@ -75,8 +82,19 @@ class Challenger:
         self.policy = policy
         self.errors = 0
         self.last_error: str | None = None
-        self._rows = np.empty((0, len(COLUMNS)))
+        self.estimators = [make_estimator(spec) for spec in ESTIMATORS]
+        #: Rounds kept; the estimators' columns (their names, in order) and their sums and sums
+        #: of products over the rounds (the estimates' sufficient statistics: the memory stays
+        #: the same however many rounds a challenger sees).
         self.n = 0
+        self.names = list(ratio_columns(self.estimators, _terms(np.zeros((0, len(COLUMNS))))))
+        self.sums = np.zeros(len(self.names))
+        self.products = np.zeros((len(self.names), len(self.names)))
+        #: Sums of the support diagnostics: Σw, Σw², rounds with w > 0, below the small
+        #: propensity, logged with propensity 1, and π's mass off the logged arm there.
+        self.diagnostics = np.zeros(6)
+        self.max_weight = 0.0
+        self.min_propensity = 1.0
         self.taken = np.zeros(0, dtype=np.int64)
         self.played = np.zeros(0, dtype=bool)
         #: Whether the policy's index samples (its distribution read as the one-hot of a draw).
@@ -124,20 +142,17 @@ class Challenger:
         """Keep the off-policy terms of ``rounds`` (each with its ``contexts``, ``mask``,
         ``arm`` and ``propensity``) under the challenger as it stands, then learn their
         ``rewards`` at once (``extras``: each reward's ``sigma2`` and ``reward_range``)."""
+        rows = []
         for round_, look, reward in zip(rounds, self._looks(rounds), rewards, strict=True):
             if look is None:
                 continue
             pi, q = look
             arm, propensity = round_.arm, round_.propensity
-            row = (
-                reward,
-                pi[arm] / propensity,
-                float(pi @ q),
-                q[arm],
-                propensity,
-                1.0 - pi[arm] if propensity >= 1.0 else 0.0,
-            )
-            self._append(row, len(pi), arm, pi > 0)
+            lost = 1.0 - pi[arm] if propensity >= 1.0 else 0.0
+            rows.append((reward, pi[arm] / propensity, float(pi @ q), q[arm], propensity, lost))
+            self._saw(len(pi), arm, pi > 0)
+        if rows:
+            self._keep(np.array(rows))
         try:
             self.policy.update_batch(
                 [r.contexts for r in rounds],
@@ -149,55 +164,57 @@ class Challenger:
         except DeepBanditsError as exc:
             self._failed(exc)
 
-    def _append(self, row: tuple[float, ...], K: int, arm: int, plays: NDArray[np.bool_]) -> None:
-        if self.n == len(self._rows):
-            grown = np.empty((max(1024, 2 * self.n), len(COLUMNS)))
-            grown[: self.n] = self._rows[: self.n]
-            self._rows = grown
-        self._rows[self.n] = row
-        self.n += 1
+    def _saw(self, K: int, arm: int, plays: NDArray[np.bool_]) -> None:
+        """Count the logged arm and the arms the challenger plays (unseen-arm diagnostic)."""
         if K > len(self.taken):
             self.taken = np.concatenate([self.taken, np.zeros(K - len(self.taken), np.int64)])
             self.played = np.concatenate([self.played, np.zeros(K - len(self.played), bool)])
         self.taken[arm] += 1
         self.played[:K] |= plays
 
-    def columns(self) -> dict[str, Array]:
-        """The kept rounds' columns, by name (:data:`COLUMNS`)."""
-        rows = self._rows[: self.n]
-        return {name: rows[:, i] for i, name in enumerate(COLUMNS)}
-
-    def terms(self) -> Terms:
-        c = self.columns()
-        return Terms(rewards=c["reward"], w=c["w"], dm=c["dm"], q_logged=c["q_logged"])
+    def _keep(self, rows: Array) -> None:
+        """Add rounds ``rows`` (:data:`COLUMNS`) to the sufficient statistics."""
+        columns = ratio_columns(self.estimators, _terms(rows))
+        C = np.stack([columns[name] for name in self.names], axis=1)
+        self.n += len(rows)
+        self.sums += C.sum(axis=0)
+        self.products += C.T @ C
+        w, propensity = rows[:, 1], rows[:, 4]
+        self.diagnostics += (
+            w.sum(),
+            (w * w).sum(),
+            (w > 0).sum(),
+            (propensity < MIN_PROPENSITY).sum(),
+            (propensity >= 1.0).sum(),
+            rows[:, 5].sum(),
+        )
+        self.max_weight = max(self.max_weight, float(w.max()))
+        self.min_propensity = min(self.min_propensity, float(propensity.min()))
 
     def support(self) -> Support:
         """The support diagnostics of the served log for this challenger."""
-        c = self.columns()
-        w, n = c["w"], self.n
-        certain = c["propensity"] >= 1.0
-        deterministic = float(c["lost"].sum() / n) if n else 0.0
+        sw, sw2, matched, small, certain, lost = self.diagnostics.tolist()
+        n = self.n
         return Support(
             n=n,
-            ess=effective_sample_size(w),
-            max_weight=float(w.max()) if n else 0.0,
-            n_small_propensity=int((c["propensity"] < MIN_PROPENSITY).sum()),
-            min_propensity=float(c["propensity"].min()) if n else 1.0,
-            unsupported_mass=deterministic,
+            ess=sw * sw / sw2 if sw2 > 0 else 0.0,
+            max_weight=self.max_weight,
+            n_small_propensity=int(small),
+            min_propensity=self.min_propensity,
+            unsupported_mass=lost / n if n else 0.0,
             unseen_arms=tuple(int(a) for a in np.flatnonzero(self.played & (self.taken == 0))),
-            n_matched=int((w > 0).sum()),
-            n_deterministic=int(certain.sum()),
-            deterministic_mass=deterministic,
+            n_matched=int(matched),
+            n_deterministic=int(certain),
+            deterministic_mass=lost / n if n else 0.0,
         )
 
-    def report(self, estimators: tuple[str, ...] = ESTIMATORS) -> dict[str, Any]:
+    def report(self) -> dict[str, Any]:
         """The challenger's estimates with 95 % intervals, its support and its errors."""
         estimates = []
-        terms = self.terms()
-        for spec in estimators:
-            estimator = make_estimator(spec)
+        index = {name: i for i, name in enumerate(self.names)}
+        for estimator in self.estimators:
             assert isinstance(estimator, RatioEstimator)
-            value, se = delta_interval(estimator, terms) if self.n else (math.nan, math.nan)
+            value, se = ratio_estimate(estimator, index, self.sums, self.products, self.n)
             finite = math.isfinite(value) and math.isfinite(se)
             estimates.append(
                 {
@@ -235,7 +252,11 @@ class Challenger:
             "spec": self.spec,
             "errors": self.errors,
             "last_error": self.last_error,
-            "rows": self._rows[: self.n].copy(),
+            "n": self.n,
+            "sums": self.sums.copy(),
+            "products": self.products.copy(),
+            "diagnostics": self.diagnostics.copy(),
+            "extremes": [self.max_weight, self.min_propensity],
             "taken": self.taken.copy(),
             "played": self.played.copy(),
             "samples": self._samples,
@@ -244,8 +265,16 @@ class Challenger:
     def load(self, state: dict[str, Any]) -> None:
         """Inverse of :meth:`state`."""
         self.errors, self.last_error = int(state["errors"]), state["last_error"]
-        self._rows = np.array(state["rows"], dtype=np.float64).reshape(-1, len(COLUMNS))
-        self.n = len(self._rows)
+        self.n = int(state["n"])
+        self.sums = np.array(state["sums"], dtype=np.float64)
+        self.products = np.array(state["products"], dtype=np.float64)
+        self.diagnostics = np.array(state["diagnostics"], dtype=np.float64)
+        self.max_weight, self.min_propensity = (float(v) for v in state["extremes"])
         self.taken = np.array(state["taken"], dtype=np.int64)
         self.played = np.array(state["played"], dtype=bool)
         self._samples = bool(state["samples"])
+
+
+def _terms(rows: Array) -> Terms:
+    """The estimators' per-round terms of rounds ``rows`` (:data:`COLUMNS`)."""
+    return Terms(rewards=rows[:, 0], w=rows[:, 1], dm=rows[:, 2], q_logged=rows[:, 3])

@@ -431,7 +431,8 @@ class ServiceState:
         return {"champion": name, "champion_version": version, "former": former}
 
     def challengers(self) -> dict[str, Any]:
-        """The champion (its rewards' mean) and every challenger's report."""
+        """The champion (its rewards' mean), every challenger's report, and the rewarded rounds
+        queued for the challengers' next batch (``queued``: not in their estimates yet)."""
         with self.lock:
             experiment = self.experiment
             lift = experiment.lift.all["policy"]
@@ -444,6 +445,7 @@ class ServiceState:
                     "mean_reward": lift.mean if lift.n else None,
                 },
                 "challengers": [c.report() for c in experiment.challengers.values()],
+                "queued": len(experiment.queue),
             }
 
     def lift(self) -> dict[str, Any]:
