@@ -12,8 +12,9 @@ with masked zero rows. The service reads its own state folder into the same tabl
 (:func:`deepbandits.serve.export.read_log`), so this module never reads the service's files.
 
 The column ``logging_policy`` holds, on every row, what the service knew about the policy that
-logged them (:class:`LoggingPolicy`, as JSON text): its specification, its reward range [a, b],
-the dimension of the arm contexts and the largest number of arms of a request.
+logged it (:class:`LoggingPolicy`, as JSON text): its specification, its reward range [a, b],
+the dimension of the arm contexts and the largest number of arms of a request (the control
+group of a live experiment and each champion of its time name their own).
 :func:`read_logging_policy` reads it back (None for a file without it);
 ``deepbandits ope`` builds the evaluated policy with the logging policy's reward range where the
 user gives none.
@@ -46,6 +47,8 @@ from deepbandits.logs.columns import numbers
 SERVICE_COLUMNS = ("action", "propensity", "reward", "contexts")
 #: The column of what the service knew about its policy (:class:`LoggingPolicy`).
 LOGGING_POLICY = "logging_policy"
+#: The ``source`` of the control group's policy (:class:`LoggingPolicy`).
+CONTROL = "control"
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,10 @@ class LoggingPolicy:
         checkpoint it was started from.
     name : str
         The policy's registry name (``"sigma2-linucb"``).
-    source : {"spec", "checkpoint"}
-        Whether the service built the policy from ``spec`` or loaded it from a checkpoint.
+    source : {"spec", "checkpoint", "control"}
+        Whether the service built the policy from ``spec`` or loaded it from a checkpoint;
+        ``"control"``: the control group of a live experiment, ``spec`` as it was given
+        (``"uniform"``, ``"arm=K"``, a specification or a file).
     reward_range : (a, b) or None
         The policy's reward range (None: it declares none).
     n_features : int or None
@@ -111,7 +116,9 @@ class LoggingPolicy:
             parts.append(f"{self.n_features} context features")
         if self.n_arms is not None:
             parts.append(f"up to {self.n_arms} arms")
-        source = " (from a checkpoint)" if self.source == "checkpoint" else ""
+        source = {"checkpoint": " (from a checkpoint)", CONTROL: " (the control group)"}.get(
+            self.source, ""
+        )
         return f"{self.spec}{source}" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -122,19 +129,25 @@ def format_range(bounds: tuple[float, float]) -> str:
 
 def logging_policy_of(frame: pd.DataFrame, path: Path) -> LoggingPolicy | None:
     """The :class:`LoggingPolicy` of a service log's table (its ``logging_policy`` column), or
-    None when the table does not say (no such column, or no row with a value). A table whose
-    rows name more than one logging policy (logs of several services put together) is refused."""
+    None when the table does not say (no such column, or no row with a value).
+
+    The rows of a live experiment name the control (``source="control"``) and each champion of
+    its time: the table is described by the first policy other than the control that decided a
+    row (the one the service was started with, unless a promotion came before any decision).
+    A table whose rows disagree on d or K (logs of several services put together) is refused."""
     if LOGGING_POLICY not in frame.columns:
         return None
-    given = {v for v in frame[LOGGING_POLICY] if isinstance(v, str) and v}
+    given = dict.fromkeys(v for v in frame[LOGGING_POLICY] if isinstance(v, str) and v)
     if not given:
         return None
-    if len(given) > 1:
+    policies = [LoggingPolicy.from_json(v, str(path)) for v in given]
+    if len({(p.n_features, p.n_arms) for p in policies}) > 1:
         raise DataError(
             f"{path}: its rows were logged by {len(given)} different policies (column "
-            f"{LOGGING_POLICY!r}); evaluate the log of one service at a time"
+            f"{LOGGING_POLICY!r}) of different shapes; evaluate the log of one service at a time"
         )
-    return LoggingPolicy.from_json(given.pop(), str(path))
+    served = [p for p in policies if p.source != CONTROL]
+    return (served or policies)[0]
 
 
 def read_logging_policy(path: str | os.PathLike[str]) -> LoggingPolicy | None:

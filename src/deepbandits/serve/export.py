@@ -19,20 +19,26 @@ One row per decision, in the order they were made:
 ``n_arms``        how many arms the request had
 ``contexts``      every arm's context: a list of K lists of d numbers (JSON text in CSV)
 ``mask``          the arms available: K booleans, or null for all (JSON text in CSV)
-``logging_policy`` what the service knew about its policy: specification, reward range,
-                  d and K (:class:`~deepbandits.logs.service.LoggingPolicy`, JSON text;
-                  the same on every row)
+``logging_policy`` what the service knew about the policy that made it: specification,
+                  reward range, d and K (:class:`~deepbandits.logs.service.LoggingPolicy`,
+                  JSON text; d and K those of the whole table). The folder's policy until
+                  a promotion, then the champion of the time: the challenger promoted, as
+                  it was added (a former champion promoted back: as it served before);
+                  a ``control`` row: the control, its ``source`` ``"control"`` and its
+                  ``spec`` as given (``"uniform"``, ``"arm=K"``, a specification or a file)
 ================= =====================================================================
 
 The policy's reward range is the one it was built with (its specification's ``reward_range``,
 or the checkpoint's); ``reward_range`` is a reward's own, when one was given with it.
-:func:`read_logging_policy` reads the description from a state folder or an exported file.
+:func:`read_logging_policy` reads the description from a state folder or an exported file (of
+a live experiment's log, the policy it was started with:
+:func:`~deepbandits.logs.service.logging_policy_of`).
 
 The log is read through a read-only connection, so a running service may keep writing. Both
 layouts of the log give the same table: a decision event is one row, a batch event
 (:mod:`deepbandits.serve.batches`) one row per decision it holds. The experiment's own events
 (a challenger added or removed, a promotion) are no decisions and have no row; a promotion
-counts in the ``champion_version`` of the decisions after it.
+counts in the ``champion_version`` and the ``logging_policy`` of the decisions after it.
 
 Only intact rows are read: a row whose checksum does not match is left out, as are the rows the
 service set aside (:mod:`deepbandits.serve.log`). The table's ``attrs["damaged_events"]`` lists
@@ -56,6 +62,7 @@ from deepbandits._validation import check_reward_range
 from deepbandits.errors import DataError, DeepBanditsError, EventLogError, InputValueError
 from deepbandits.logs.bandit import LoggedBandit
 from deepbandits.logs.service import (
+    CONTROL,
     LOGGING_POLICY,
     LoggingPolicy,
     logging_policy_of,
@@ -68,6 +75,7 @@ from deepbandits.serve.batches import batch_ids, read_batch, request_masks
 from deepbandits.serve.events import Event, is_control
 from deepbandits.serve.logfile import checked, connect, log_format, problem_of, set_aside_in
 from deepbandits.serve.store import LOG_FILE, StateFolder
+from deepbandits.specs import parse_spec
 
 FORMATS = ("parquet", "csv")
 COLUMNS = (
@@ -165,15 +173,23 @@ def logged_ids(state: str | Path) -> tuple[list[str], list[str]]:
     return decided, [str(e.decision_id) for e in events if e.kind == "reward"]
 
 
-def _logging_policy(state: Path, rows: list[dict[str, Any]]) -> LoggingPolicy:
-    """What the state folder ``state`` says about the policy it serves (``service.json``; the
-    base checkpoint's parameters when it was started from a checkpoint), with d and K of the
-    decisions ``rows``."""
-    from deepbandits.policies import load_policy  # torch: only when a folder is read
-
+def _service_info(state: Path) -> dict[str, Any]:
+    """``service.json`` of the state folder ``state``."""
     info = StateFolder(state).read_service()
     if info is None:  # pragma: no cover - _log_path found a log, so the file is there
         raise EventLogError(f"{state} is not a deepbandits serve state folder")
+    return info
+
+
+#: A logging policy without the shape of the decisions: spec, name, source, reward range.
+Described = tuple[str, str, str, tuple[float, float] | None]
+
+
+def _folder_policy(state: Path, info: dict[str, Any]) -> Described:
+    """The policy the state folder ``state`` was created with (``service.json``; the base
+    checkpoint's parameters when it was started from a checkpoint)."""
+    from deepbandits.policies import load_policy  # torch: only when a folder is read
+
     spec = str(info["policy"])
     if info.get("source") == "spec":
         name, params = str(info.get("name") or spec.partition(":")[0]), info.get("params", {})
@@ -182,15 +198,83 @@ def _logging_policy(state: Path, rows: list[dict[str, Any]]) -> LoggingPolicy:
         name = policy.registry_name() or type(policy).__name__
         params = policy.get_params(deep=False)
     bounds = params.get("reward_range")
-    contexts = [row["contexts"] for row in rows]
-    return LoggingPolicy(
-        spec=spec,
-        name=name,
-        source=str(info.get("source", "spec")),
-        reward_range=None if bounds is None else check_reward_range(bounds),
-        n_features=len(contexts[0][0]) if contexts else None,
-        n_arms=max(map(len, contexts)) if contexts else None,
-    )
+    source = str(info.get("source", "spec"))
+    return spec, name, source, None if bounds is None else check_reward_range(bounds)
+
+
+def _spec_policy(spec: str, source: str = "spec") -> Described:
+    """The policy of a specification as the service was given it: a challenger's, or the
+    control's (``source="control"``: ``uniform``, ``arm=K``, a specification or a file)."""
+    try:
+        if source == CONTROL and (Path(spec).suffix == ".pt" or os.sep in spec):
+            name, params = spec, {}  # a saved policy's file, which may be gone
+        else:
+            name, params = parse_spec(spec)
+        bounds = params.get("reward_range")
+        return spec, name, source, None if bounds is None else check_reward_range(bounds)
+    except DeepBanditsError:  # pragma: no cover - the service checked it before logging it
+        return spec, spec, source, None
+
+
+def _shape(rows: list[dict[str, Any]]) -> tuple[int | None, int | None]:
+    """d and K of the decisions ``rows``: the arm contexts' dimension and the most arms."""
+    if not rows:
+        return None, None
+    return len(rows[0]["contexts"][0]), max(len(row["contexts"]) for row in rows)
+
+
+def _logging_policy(state: Path, rows: list[dict[str, Any]]) -> LoggingPolicy:
+    """What the state folder ``state`` says about the policy it was created with, with d and K
+    of the decisions ``rows``."""
+    described = _folder_policy(state, _service_info(state))
+    return LoggingPolicy(*described, *_shape(rows))
+
+
+class _Champions:
+    """Who decided each row of a log read in order: the control, or the champion of the time
+    (the folder's policy, then the challenger of each promotion), by :meth:`see`."""
+
+    def __init__(self, state: Path) -> None:
+        info = _service_info(state)
+        self.policies: dict[Described, int] = {}
+        self.champion = self._index(_folder_policy(state, info))
+        self.champion_name = str(info["policy"])  # Experiment's name of the folder's policy
+        self.champion_version = 0
+        control = (info.get("experiment") or {}).get("control")
+        self.control = None if control is None else self._index(_spec_policy(control, CONTROL))
+        #: The policy of each challenger's name, as the log registered it.
+        self.named: dict[str, int] = {}
+
+    def _index(self, described: Described) -> int:
+        return self.policies.setdefault(described, len(self.policies))
+
+    def see(self, event: Event) -> None:
+        """Follow a challenger or promote event (others change nothing)."""
+        if event.kind == "challenger":
+            v = event.values()
+            if v["action"] == "add":
+                self.named[v["name"]] = self._index(_spec_policy(str(v["spec"])))
+        elif event.kind == "promote":
+            v = event.values()
+            self.champion_version = int(v["champion_version"])
+            former = self.champion  # a challenger now, under the name it served under
+            name = str(v["name"])
+            self.champion = self.named.get(name)
+            if self.champion is None:  # its add event is damaged: its name is its spec
+                self.champion = self._index(_spec_policy(name))
+            self.named[self.champion_name] = former
+            self.champion_name = name
+
+    def of(self, event: Event) -> tuple[str, int]:
+        """The group of decision or batch ``event`` and the index of its policy."""
+        if not is_control(event):
+            return "policy", self.champion
+        return "control", self.champion if self.control is None else self.control
+
+    def descriptions(self, rows: list[dict[str, Any]]) -> list[str]:
+        """The ``logging_policy`` cell of each policy, by index, with d and K of ``rows``."""
+        shape = _shape(rows)
+        return [LoggingPolicy(*described, *shape).to_json() for described in self.policies]
 
 
 def _frame(path: Path) -> pd.DataFrame:
@@ -236,14 +320,14 @@ def log_table(state: str | Path) -> pd.DataFrame:
     ``attrs["damaged_events"]``: the events left out as damaged."""
     events, damaged = _intact(_log_path(state))
     rewards = {e.decision_id: (e.time, e.values()) for e in events if e.kind == "reward"}
+    champions = _Champions(Path(state))
     rows: list[dict[str, Any]] = []
-    champion_version = 0
+    policies: list[int] = []  # each row's logging policy, by index
     for e in events:
-        if e.kind == "promote":
-            champion_version = int(e.values()["champion_version"])
         if e.kind not in DECIDED:
+            champions.see(e)
             continue
-        group = "control" if is_control(e) else "policy"
+        group, policy = champions.of(e)
         for row in _decided(e.kind, e.decision_id, e.body):
             t_reward, r = rewards.get(row["decision_id"], (None, None))
             rows.append(
@@ -253,14 +337,17 @@ def log_table(state: str | Path) -> pd.DataFrame:
                     "time_rewarded": t_reward,
                     "model_version": e.model_version,
                     "group": group,
-                    "champion_version": champion_version,
+                    "champion_version": champions.champion_version,
                     "reward": None if r is None else r["reward"],
                     "reward_range": None if r is None else r["reward_range"],
                     "n_arms": len(row["contexts"]),
                 }
             )
-    policy = _logging_policy(Path(state), rows).to_json()
-    table = pd.DataFrame([{**row, LOGGING_POLICY: policy} for row in rows], columns=list(COLUMNS))
+            policies.append(policy)
+    described = champions.descriptions(rows)
+    for row, policy in zip(rows, policies, strict=True):
+        row[LOGGING_POLICY] = described[policy]
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
     table["reward"] = table["reward"].astype("float64")
     table["time_rewarded"] = table["time_rewarded"].astype("float64")
     table.attrs["damaged_events"] = damaged
