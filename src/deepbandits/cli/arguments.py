@@ -53,6 +53,25 @@ def _integer_at_least(minimum: int) -> Callable[[str], int]:
 
 positive_int = _integer_at_least(1)
 nonnegative_int = _integer_at_least(0)
+#: ``--lift-window``: an integer >= 2.
+at_least_two = _integer_at_least(2)
+
+
+def number_between(low: float, high: float) -> Callable[[str], float]:
+    """An argparse ``type``: a number in [``low``, ``high``]."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"expected a number in [{low:g}, {high:g}]; got {text!r}"
+            )
+        return value
+
+    return parse
 
 
 def port_number(text: str) -> int:

@@ -12,7 +12,13 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from deepbandits.cli.arguments import SPEC_HELP, port_number, positive_int
+from deepbandits.cli.arguments import (
+    SPEC_HELP,
+    at_least_two,
+    number_between,
+    port_number,
+    positive_int,
+)
 from deepbandits.errors import InputValueError
 
 if TYPE_CHECKING:
@@ -105,7 +111,7 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     )
     experiment.add_argument(
         "--control-share",
-        type=control_share,
+        type=number_between(0.0, 0.5),
         default=None,
         metavar="FLOAT",
         help="the share of requests the control decides, in [0, 0.5] (default with --control: "
@@ -113,7 +119,7 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     )
     experiment.add_argument(
         "--lift-window",
-        type=lift_window,
+        type=at_least_two,
         default=None,
         metavar="N",
         help="the most recent rewards in the lift's sliding window (default with --control: 10000)",
@@ -161,28 +167,6 @@ def context_ratio(text: str) -> float | None:
         return None
     if not value > 1 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number > 1, or 0 for none; got {text!r}")
-    return value
-
-
-def control_share(text: str) -> float:
-    """``--control-share``: a number in [0, 0.5]."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value <= 0.5:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5]; got {text!r}")
-    return value
-
-
-def lift_window(text: str) -> int:
-    """``--lift-window``: an integer >= 2."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 2; got {text!r}")
     return value
 
 

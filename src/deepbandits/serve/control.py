@@ -85,12 +85,19 @@ def make_control(spec: str, seed: int) -> Policy:
         spec = UNIFORM
     if Path(spec).suffix == ".pt" or os.sep in spec:
         return load_policy(spec)
+    return seeded_policy(spec, seed, "control")
+
+
+def seeded_policy(spec: str, seed: int, role: str) -> Policy:
+    """The library policy of ``spec``, seeded by ``seed`` unless the specification names a
+    seed; a mistake raises :class:`~deepbandits.errors.InputValueError` naming the ``role``
+    (control, challenger) and the specification."""
     name, params = parse_spec(spec)
     params.setdefault("seed", seed)
     try:
         return make_policy(name, **params)
     except InputValueError as exc:
-        raise InputValueError(f"control {spec!r}: {exc}") from None
+        raise InputValueError(f"{role} {spec!r}: {exc}") from None
 
 
 def control_mask(mask: Any, n_arms: int, arm: int | None) -> Any:

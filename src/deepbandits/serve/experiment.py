@@ -7,13 +7,14 @@ service is the uninterrupted one bit for bit:
 
 * **deciding**: a request whose decision id hashes into the control share
   (:mod:`deepbandits.serve.control`) is decided by the control policy and logged with
-  ``"group": "control"``; the others by the champion. Every challenger then looks at the request
-  (:meth:`~deepbandits.serve.shadow.Challenger.look`), and the request's contexts are kept until
-  its reward (:class:`Round`, at most ``max_rounds``, the oldest dropped first);
+  ``"group": "control"``; the others by the champion. With challengers, the request's contexts
+  are kept until its reward (:class:`Round`, at most ``max_rounds``, the oldest dropped first);
 * **learning**: the reward goes to the policy that decided (the control, the champion, or a
-  former champion that still holds the decision pending), counts in the lift of its group
-  (:mod:`deepbandits.serve.lift`), and every challenger keeps its off-policy terms and learns the
-  round (:mod:`deepbandits.serve.shadow`);
+  former champion that still holds the decision pending) and counts in the lift of its group
+  (:mod:`deepbandits.serve.lift`); the rewarded round is queued for the challengers, which are
+  given the queue every :data:`SHADOW_BATCH` rewards (:meth:`Experiment.flush`): each keeps the
+  round's off-policy terms under its policy as it stands, then learns it
+  (:mod:`deepbandits.serve.shadow`);
 * **challenger** events register or remove a challenger (``POST /v1/challengers``,
   ``DELETE /v1/challengers/{name}``, ``--challenger``);
 * a **promote** event swaps a challenger and the champion: the challenger serves from the next
@@ -37,7 +38,7 @@ import torch
 from numpy.typing import NDArray
 
 from deepbandits.errors import DeepBanditsError, InputValueError
-from deepbandits.policies import Decision, Policy, make_policy
+from deepbandits.policies import Decision, Policy
 from deepbandits.policies.checkpoint import to_saveable
 from deepbandits.policies.choice import check_mask
 from deepbandits.policies.evaluation import Learned
@@ -50,10 +51,10 @@ from deepbandits.serve.control import (
     fixed_arm,
     in_control,
     make_control,
+    seeded_policy,
 )
 from deepbandits.serve.lift import WINDOW, LiftTracker
 from deepbandits.serve.shadow import Challenger
-from deepbandits.specs import parse_spec
 
 Array = NDArray[np.float64]
 #: Most challengers a service runs at once (each costs a look per request and an update per
@@ -97,12 +98,7 @@ def policy_of_spec(spec: Any, seed: int) -> Policy:
     a seed)."""
     if not isinstance(spec, str) or not spec:
         raise InputValueError(f"a challenger needs a policy specification, but {spec!r} is given")
-    name, params = parse_spec(spec)
-    params.setdefault("seed", seed)
-    try:
-        return make_policy(name, **params)
-    except InputValueError as exc:
-        raise InputValueError(f"challenger {spec!r}: {exc}") from None
+    return seeded_policy(spec, seed, "challenger")
 
 
 class Experiment:

@@ -378,21 +378,18 @@ class ServiceState:
         return learned, future
 
     # ------------------------------------------------------------------ experiment
+    def _log_experiment(self, kind: str, body: str) -> Future[int]:
+        """Append an event of the experiment (under the lock); its commit."""
+        return self.log.append(kind, time.time(), None, self.model_version, body)[1]
+
     def add_challenger(self, spec: Any, name: Any = None) -> dict[str, Any]:
         """Register a challenger in shadow (:mod:`deepbandits.serve.shadow`), logged; returns
         its report once the event is committed. ``name`` defaults to ``spec``."""
         with self.lock:
             self._check_open()
             name, spec = self.experiment.check_new(name, spec)
-            future = self.log.append(
-                "challenger",
-                time.time(),
-                None,
-                self.model_version,
-                challenger_body("add", name, spec),
-            )[1]
+            future = self._log_experiment("challenger", challenger_body("add", name, spec))
             challenger = self.experiment.add(name, spec)
-            self._count(0)
         future.result()
         return challenger.report()
 
@@ -401,13 +398,7 @@ class ServiceState:
         with self.lock:
             self._check_open()
             self.experiment.challenger(name)
-            future = self.log.append(
-                "challenger",
-                time.time(),
-                None,
-                self.model_version,
-                challenger_body("remove", name, None),
-            )[1]
+            future = self._log_experiment("challenger", challenger_body("remove", name, None))
             self.experiment.remove(name)
         future.result()
 
@@ -419,9 +410,7 @@ class ServiceState:
             self._check_open()
             self.experiment.challenger(name)
             version = self.experiment.champion_version + 1
-            future = self.log.append(
-                "promote", time.time(), None, self.model_version, promote_body(name, version)
-            )[1]
+            future = self._log_experiment("promote", promote_body(name, version))
             former = self.experiment.champion_name
             self.policy = self.experiment.promote(name, self.policy)
             self.trainings.generation += 1  # a training of the former champion is dropped

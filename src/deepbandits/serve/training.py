@@ -23,7 +23,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from deepbandits.policies import Policy
 from deepbandits.policies.parts.trainer import Trainer, TrainingJob, run_training
@@ -31,7 +32,26 @@ from deepbandits.serve.events import network_body
 from deepbandits.serve.trainer_process import TrainingProcess
 
 if TYPE_CHECKING:
-    from deepbandits.serve.state import ServiceState
+    from deepbandits.serve.log import EventLog
+    from deepbandits.serve.store import StateFolder
+
+
+class Trained(Protocol):
+    """What :class:`OffPathTraining` reads and sets of the service it trains for (a
+    :class:`~deepbandits.serve.state.ServiceState`)."""
+
+    lock: threading.RLock
+    policy: Policy
+    trainer: Trainer | None
+    folder: StateFolder
+    log: EventLog
+    model_version: int
+    training_timeout: float | None
+    training_listeners: list[Callable[[float], None]]
+
+    @property
+    def closed(self) -> bool: ...
+
 
 LOG = logging.getLogger("deepbandits.serve")
 
@@ -82,7 +102,7 @@ class OffPathTraining:
         One more at each promotion: a training of an earlier champion is not swapped in.
     """
 
-    def __init__(self, state: ServiceState) -> None:
+    def __init__(self, state: Trained) -> None:
         self.state = state
         self.thread: threading.Thread | None = None
         self.count = 0
