@@ -294,6 +294,8 @@ def test_refused_calls_change_nothing(tmp_path):
         with pytest.raises(InputValueError):
             s.decide_batch(_contexts(rng, 3), [np.zeros(K, dtype=bool)] * 3)
         for call in (
+            lambda: s.decide_batch([]),
+            lambda: s.add_challenger("linucb:alpha=0.5," + "lam=1.0," * 20),  # too long a name
             lambda: s.add_challenger("linucb:alpha=2", name="two"),
             lambda: s.add_challenger("no-such-policy"),
             lambda: s.add_challenger("linucb", name="x" * 65),

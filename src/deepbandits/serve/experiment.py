@@ -270,6 +270,15 @@ class Experiment:
     def check_new(self, name: Any, spec: Any) -> tuple[str, str]:
         """``(name, spec)`` of a challenger that can be added (its policy is made to check the
         specification, and dropped)."""
+        if not isinstance(spec, str) or not spec:
+            raise InputValueError(
+                f"a challenger needs a policy specification (a string), but {spec!r:.80} is given"
+            )
+        if name is None and len(spec) > 64:
+            raise InputValueError(
+                f"a challenger is named by its specification unless it is given a name, and a "
+                f"name has at most 64 characters: give this one of {len(spec)} a name"
+            )
         spec_name = spec if name is None else name
         check_name(spec_name)
         if spec_name in self.challengers or spec_name == self.champion_name:

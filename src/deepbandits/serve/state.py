@@ -324,6 +324,8 @@ class ServiceState:
         """:meth:`decide_batch` through the experiment: the champion's requests as one batch,
         then the control's; the decisions in request order, and the last commit."""
         requests = list(batch)
+        if not requests:
+            raise InputValueError("decide_batch needs at least one request, but 0 are given")
         mask_list = [None] * len(requests) if masks is None else list(masks)
         if len(mask_list) != len(requests):
             raise InputValueError(
