@@ -48,7 +48,8 @@ from deepbandits.errors import (
 from deepbandits.policies import Decision, Policy, load_policy, make_policy
 from deepbandits.serve import batches
 from deepbandits.serve.events import Event, decision_of, is_control
-from deepbandits.serve.experiment import Experiment, experiment_bytes, experiment_of
+from deepbandits.serve.experiment import Experiment
+from deepbandits.serve.experiment_files import experiment_bytes, experiment_of
 from deepbandits.serve.log import EventLog
 from deepbandits.serve.logfile import Owner, numbers
 from deepbandits.serve.scale import largest_value

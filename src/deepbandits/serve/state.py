@@ -41,7 +41,7 @@ from deepbandits.serve.events import (
     reward_body,
     rng_json,
 )
-from deepbandits.serve.experiment import experiment_bytes, settings_of
+from deepbandits.serve.experiment_files import experiment_bytes, settings_of
 from deepbandits.serve.log import EventLog
 from deepbandits.serve.logfile import DURABILITY
 from deepbandits.serve.recovery import as_float_array
