@@ -68,7 +68,7 @@ def create(
 ) -> dict[str, Any]:
     """Make a new state folder for the policy of ``spec`` (seeded, so that it can be rebuilt)
     or of the file ``checkpoint``, with the ``experiment`` settings (a control group:
-    :func:`~deepbandits.serve.experiment.settings_of`); returns its description
+    :func:`~deepbandits.serve.experiment_files.settings_of`); returns its description
     (``service.json``)."""
     if (spec is None) == (checkpoint is None):
         raise InputValueError(
