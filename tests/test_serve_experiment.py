@@ -45,6 +45,10 @@ def simulate(
     theta = rng.normal(size=D) / np.sqrt(D)
     experiment = Experiment(CHAMPION, control="uniform", share=share, seed=seed)
     champion = make_policy("linucb", explore="igw", min_propensity=0.025, seed=seed)
+    ids = np.random.default_rng([seed, 1])  # seeded decision ids: the groups are reproducible
+    champion.pending_.next_ids = lambda n: [  # type: ignore[method-assign]
+        f"{v:016x}" for v in ids.integers(0, 2**63, size=n)
+    ]
     shadow: dict[str, list[float]] = {}
     for name, spec in challengers.items():
         policy = experiment.add(name, spec).policy
@@ -96,7 +100,7 @@ def runs() -> list[dict[str, Any]]:
 
 def test_the_lift_interval_covers_the_true_lift_on_at_least_90_percent_of_seeds():
     """On 100 seeds: a 95 % interval covering on 90 % of 20 seeds fails one set of 20 in 13
-    by chance (seeds 0-19 cover 17 times, seeds 0-299 285 times at T = 1,500)."""
+    by chance (with random decision ids, 285 of 300 seeds covered at T = 1,500)."""
     runs = [simulate(seed, T=600, share=0.1, challengers={}) for seed in range(100)]
     covered = [r["lift"]["low"] <= r["true_lift"] <= r["lift"]["high"] for r in runs]
     assert sum(covered) >= 0.9 * len(runs), covered
