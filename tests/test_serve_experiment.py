@@ -406,9 +406,10 @@ def test_kill_9_mid_promotion_loses_nothing_acknowledged(tmp_path, delay):
     proc.send_signal(signal.SIGKILL)
     rest = proc.stdout.read()
     proc.wait()
-    lines += [line.split() for line in rest.splitlines() if line]
-    decided = [w[1] for w in lines if w[0] == "decided"]
-    rewarded = [w[1] for w in lines if w[0] == "rewarded"]
+    # only whole lines: the kill may cut the last one short (what it says was not seen)
+    lines += [line.split() for line in rest.split("\n")[:-1] if line]
+    decided = [w[1] for w in lines if len(w) == 2 and w[0] == "decided"]
+    rewarded = [w[1] for w in lines if len(w) == 2 and w[0] == "rewarded"]
     promoted = ["promoted"] in lines
     with ServiceState(folder) as s:
         champion = s.experiment.champion_name
