@@ -295,10 +295,11 @@ class RidgeUCB(Policy):
         return hasattr(self.explore, "probabilities")
 
     def _distribution(self, ev: Evaluation) -> Array:
-        available = np.ones(len(ev.mean)) if ev.mask is None else ev.mask.astype(np.float64)
+        available = np.ones(ev.mean.shape) if ev.mask is None else ev.mask.astype(np.float64)
         epsilon = self._params["epsilon"]
         probs = self.explore.probabilities(ev, ev.mask, self.situation())
-        return (1.0 - epsilon) * probs + epsilon * available / available.sum()  # type: ignore[no-any-return]
+        floor = epsilon * available / available.sum(axis=-1, keepdims=True)
+        return (1.0 - epsilon) * probs + floor  # type: ignore[no-any-return]
 
     def _propensity(self, ev: Evaluation, index: Array, arm: int, exact: float) -> float:
         if not self.explore.samples:

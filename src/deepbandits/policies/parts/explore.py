@@ -269,22 +269,23 @@ def inverse_gap_probabilities(
     each arm a but the best (the first of the largest mean μ̂*) gets 1/(n + γ·(μ̂* − μ̂ₐ)), n the
     number of available arms, and the best the rest; with ``min_propensity`` p_min the
     probabilities are (1 − n·p_min)·p + p_min, so that every available arm keeps at least p_min
-    (``n·p_min ≤ 1``). Masked arms get 0; ``[K]`` in, ``[K]`` out."""
-    if mask is None:  # every arm available: the same numbers, in fewer array operations
+    (``n·p_min ≤ 1``). Masked arms get 0; ``[K]`` in, ``[K]`` out, or ``[B, K]`` (with a mask
+    ``[B, K]``) for ``B`` requests at once, each row as alone."""
+    if mask is None and mean.ndim == 1:  # every arm available: the same numbers, fewer steps
         n = len(mean)
         best = int(mean.argmax())
         probs = 1.0 / (n + gamma * (mean[best] - mean))
         probs[best] = 0.0
         probs[best] = max(1.0 - probs.sum(), 0.0)
         return (1.0 - n * min_propensity) * probs + min_propensity if min_propensity else probs
-    available = np.asarray(mask, bool)
-    n = int(available.sum())
+    available = np.ones(mean.shape, bool) if mask is None else np.asarray(mask, bool)
+    n = available.sum(axis=-1, keepdims=True)
     scores = np.where(available, mean, -np.inf)
-    best = int(scores.argmax())
-    gaps = np.where(available, scores[best] - mean, 0.0)
+    best = scores.argmax(axis=-1)[..., None]
+    gaps = np.where(available, np.take_along_axis(scores, best, -1) - mean, 0.0)
     probs = np.where(available, 1.0 / (n + gamma * gaps), 0.0)
-    probs[best] = 0.0
-    probs[best] = max(1.0 - probs.sum(), 0.0)
+    np.put_along_axis(probs, best, 0.0, -1)
+    np.put_along_axis(probs, best, np.maximum(1.0 - probs.sum(axis=-1, keepdims=True), 0.0), -1)
     if min_propensity > 0.0:
         probs = (1.0 - n * min_propensity) * probs + min_propensity * available
     return probs
@@ -327,8 +328,9 @@ class InverseGapWeighting(Exploration):
     min_propensity: float = 0.0
 
     def probabilities(self, ev: Evaluation, mask: Mask, sit: Situation) -> Array:
-        """Every arm's probability of being drawn this round."""
-        n = len(ev.mean) if mask is None else int(np.count_nonzero(mask))
+        """Every arm's probability of being drawn this round (``[K]``, or ``[B, K]`` for an
+        evaluation of ``B`` requests)."""
+        n = ev.mean.shape[-1] if mask is None else int(np.count_nonzero(mask, axis=-1).min())
         if n * self.min_propensity > 1.0 + 1e-12:
             raise InputValueError(
                 f"min_propensity={self.min_propensity!r} cannot hold for {n} available arms: "
