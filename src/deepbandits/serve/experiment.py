@@ -212,13 +212,14 @@ class Experiment:
     # ------------------------------------------------------------------ learning
     def learn(self, champion: Policy, decision_id: str, reward: float, **kwargs: Any) -> Learned:
         """Learn a reward (module notes); a call that raises changes nothing."""
-        group = self.group(decision_id)
+        mine = decision_id in champion.pending_  # then no hash is needed
+        group = "policy" if mine else self.group(decision_id)
         round_ = self.rounds.get(decision_id)
         owner: Challenger | None = None
         if group == "control":
             assert self.control is not None
             learned = self.control.learn(decision_id, reward, **kwargs)
-        elif decision_id in champion.pending_ or round_ is None:
+        elif mine or round_ is None:
             owner = self._former(decision_id)
             if owner is None:
                 learned = champion.learn(decision_id, reward, **kwargs)
