@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit
 
 #: The groups of a request: decided by the served policy, or by the control.
 GROUPS = ("policy", "control")
@@ -85,7 +85,7 @@ def welch_interval(policy: Tally, control: Tally, level: float = LEVEL) -> dict[
         out["low"] = out["high"] = lift
         return out
     df = (a + b) ** 2 / (a**2 / (policy.n - 1) + b**2 / (control.n - 1))
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
+    half = float(stdtrit(df, 0.5 + level / 2)) * se
     out["low"], out["high"] = lift - half, lift + half
     return out
 
