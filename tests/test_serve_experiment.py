@@ -469,3 +469,31 @@ def test_the_estimates_from_sufficient_statistics_equal_the_delta_method_on_the_
     support = challenger.report()["support"]
     assert support["ess"] == pytest.approx(w.sum() ** 2 / (w * w).sum())
     assert support["max_weight"] == w.max() and support["matched"] == int((w > 0).sum())
+
+
+def test_the_lift_interval_is_welchs_and_the_window_holds_the_recent_rewards():
+    """Against scipy's Welch t-test on the same rewards, over all time and the window."""
+    from scipy import stats
+
+    from deepbandits.serve.lift import LiftTracker
+
+    rng = np.random.default_rng(2)
+    tracker = LiftTracker(window=300)
+    groups = np.where(rng.random(1000) < 0.2, "control", "policy")
+    rewards = rng.normal(np.where(groups == "policy", 0.3, 0.0), np.where(groups == "policy", 1, 2))
+    for group, reward in zip(groups, rewards, strict=True):
+        tracker.add(str(group), float(reward))
+    report = tracker.report()
+    for name, rows in (("all", slice(None)), ("window", slice(-300, None))):
+        g, r = groups[rows], rewards[rows]
+        test = stats.ttest_ind(r[g == "policy"], r[g == "control"], equal_var=False)
+        low, high = test.confidence_interval(0.95)
+        assert report[name]["lift"] == pytest.approx(
+            r[g == "policy"].mean() - r[g == "control"].mean()
+        )
+        assert (report[name]["low"], report[name]["high"]) == pytest.approx((low, high), rel=1e-9)
+        assert report[name]["control"]["rewards"] == int((g == "control").sum())
+    state = tracker.state()
+    again = LiftTracker(window=300)
+    again.load(state)
+    assert again.report() == report
