@@ -23,6 +23,7 @@ from deepbandits.policies.choice import (
     choose_arms,
     choose_one,
     greedy_propensities,
+    request_masks,
     tie_propensities,
 )
 from deepbandits.policies.core import PolicyCore, per_round
@@ -333,13 +334,9 @@ class Acting(PolicyCore):
             )
         if not batch:
             raise InputValueError("decide_batch needs at least one request, but 0 are given")
-        mask_list = [None] * len(batch) if masks is None else list(masks)
-        if len(mask_list) != len(batch):
-            raise InputValueError(
-                f"masks must have one entry per request ({len(batch)}), but {len(mask_list)} "
-                "are given"
-            )
-        return _decide_requests(self, batch, mask_list, stacked, decision_ids)
+        return _decide_requests(
+            self, batch, request_masks(masks, len(batch)), stacked, decision_ids
+        )
 
     @per_round
     def probabilities(

@@ -24,6 +24,18 @@ Array = NDArray[np.float64]
 Mask = NDArray[np.bool_] | None
 
 
+def request_masks(masks: Any, n_requests: int) -> list[Any]:
+    """The masks of ``n_requests`` requests, one entry each (None: no mask for any), each still
+    to be checked by :func:`check_mask`; a wrong count raises
+    :class:`~deepbandits.errors.InputValueError`."""
+    out = [None] * n_requests if masks is None else list(masks)
+    if len(out) != n_requests:
+        raise InputValueError(
+            f"masks must have one entry per request ({n_requests}), but {len(out)} are given"
+        )
+    return out
+
+
 def check_mask(mask: Any, n_arms: int) -> NDArray[np.bool_] | None:
     """Validate a mask of available arms: booleans of shape ``[n_arms]``, at least one True."""
     if mask is None:

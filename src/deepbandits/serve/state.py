@@ -32,6 +32,7 @@ import torch
 from deepbandits._io import folder_lock
 from deepbandits.errors import ConcurrentUseError, EventLogError, InputValueError, ServiceError
 from deepbandits.policies import Decision, Policy
+from deepbandits.policies.choice import request_masks
 from deepbandits.policies.evaluation import Learned
 from deepbandits.serve import batches, recovery, training
 from deepbandits.serve.events import (
@@ -326,14 +327,8 @@ class ServiceState:
         requests = list(batch)
         if not requests:
             raise InputValueError("decide_batch needs at least one request, but 0 are given")
-        mask_list = [None] * len(requests) if masks is None else list(masks)
-        if len(mask_list) != len(requests):
-            raise InputValueError(
-                f"masks must have one entry per request ({len(requests)}), but {len(mask_list)} "
-                "are given"
-            )
         mine, ours, theirs, controlled = self.experiment.decide_batch(
-            self.policy, requests, mask_list
+            self.policy, requests, request_masks(masks, len(requests))
         )
         future = None
         if ours:
