@@ -323,8 +323,11 @@ def serve_command(args: argparse.Namespace) -> int:
             state, token=token, max_body_bytes=args.max_body_bytes, allowed_hosts=hosts
         )
         health = state.health()
+        serving = health["policy"]
+        if health["champion_version"]:  # a challenger was promoted: it serves now
+            serving = f"{health['champion']} (champion version {health['champion_version']})"
         print(
-            f"deepbandits: serving {health['policy']} from {args.state} on {url} (docs: {url}/docs;"
+            f"deepbandits: serving {serving} from {args.state} on {url} (docs: {url}/docs;"
             f" durability {args.durability}; {health['events']} events logged, "
             f"{state.replayed} replayed after the checkpoint at event {state.last_checkpoint}"
             f"{'; bearer token required' if token else ''}); Ctrl-C stops",
