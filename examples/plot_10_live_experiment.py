@@ -54,7 +54,9 @@ state = ServiceState(
 # true lift is the difference of the two, averaged over every request (those of both groups):
 # the lift the service would measure with unlimited traffic. A challenger's true value is the
 # same sum with its own probabilities, as it stands at each request, averaged over the requests
-# it saw. Only a simulation can do this: a service does not know μ.
+# it saw. (The service evaluates a challenger a little later, once the round's batch of 32
+# rewards is complete, as it stands then: what it learns in between moves the two apart a
+# little.) Only a simulation can do this: a service does not know μ.
 
 CHALLENGER = "igw-floor-0.01"
 true_served: list[float] = []  # per request: the served policy's expected reward
