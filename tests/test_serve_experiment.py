@@ -22,7 +22,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepbandits.errors import DecisionError, InputValueError, RewardAlreadyLearnedError
+from deepbandits.errors import (
+    DecisionError,
+    DeepBanditsError,
+    InputValueError,
+    RewardAlreadyLearnedError,
+)
 from deepbandits.policies import make_policy
 from deepbandits.serve.control import control_draw, in_control
 from deepbandits.serve.events import is_control
@@ -497,3 +502,26 @@ def test_the_lift_interval_is_welchs_and_the_window_holds_the_recent_rewards():
     again = LiftTracker(window=300)
     again.load(state)
     assert again.report() == report
+
+
+def test_update_batch_learns_as_updates_do_and_refuses_what_it_cannot_learn():
+    rng = np.random.default_rng(4)
+    one, many = make_policy("linucb", seed=0), make_policy("linucb", seed=0)
+    Xs = [rng.normal(size=(4, 3)) for _ in range(20)]
+    arms = rng.integers(4, size=20).tolist()
+    rewards = rng.normal(size=20).tolist()
+    for X, arm, r in zip(Xs, arms, rewards, strict=True):
+        one.update(X, arm, r)
+    assert many.update_batch(Xs, arms, rewards) is not None and many.t_ == one.t_ == 20
+    np.testing.assert_allclose(many.predict(Xs[0])[0], one.predict(Xs[0])[0], rtol=1e-10)
+    state = many.random_state()
+    for bad in (
+        lambda: many.update_batch(5, [0], [1.0]),  # type: ignore[arg-type]
+        lambda: many.update_batch(Xs[:2], [0], [1.0, 2.0]),
+        lambda: many.update_batch(Xs[:2], [0, 9], [1.0, 2.0]),
+        lambda: many.update_batch(Xs[:2], [0, 1], [1.0, float("nan")]),
+    ):
+        with pytest.raises(DeepBanditsError):  # the library's own errors, nothing learned
+            bad()
+    assert many.t_ == 20 and many.random_state() == state
+    assert many.update_batch([], [], []) is None

@@ -143,6 +143,12 @@ class Learning(PolicyCore):
         give each round's (None: none). Everything is checked before anything is learned; an
         empty batch learns nothing. The features come from the model as it is at the call.
         """
+        for name, values in (("contexts", contexts), ("arms", arms), ("rewards", rewards)):
+            if not isinstance(values, Sequence | np.ndarray) or isinstance(values, str):
+                raise InputTypeError(
+                    f"{name} must be a list with one entry per round, but a "
+                    f"{type(values).__name__} is given"
+                )
         n = len(contexts)
         if not (len(arms) == len(rewards) == n):
             raise InputValueError(

@@ -199,8 +199,8 @@ class Experiment:
         return decision
 
     def keep(self, decisions: list[Decision], contexts: list[Array]) -> None:
-        """The challengers look at the requests of ``decisions`` (made from ``contexts``, in
-        log order), whose rounds are kept for them."""
+        """Keep the requests of ``decisions`` (made from ``contexts``, in log order) for the
+        challengers, until their rewards (only while there are challengers)."""
         if not self.challengers:
             return
         for decision, X in zip(decisions, contexts, strict=True):
@@ -219,18 +219,11 @@ class Experiment:
         if group == "control":
             assert self.control is not None
             learned = self.control.learn(decision_id, reward, **kwargs)
-        elif mine or round_ is None:
-            owner = self._former(decision_id)
-            if owner is None:
-                learned = champion.learn(decision_id, reward, **kwargs)
-            else:
-                learned = owner.policy.learn(decision_id, reward, **kwargs)
-        else:  # decided by a former champion, while the champion was a challenger
-            owner = self._former(decision_id)
-            if owner is None:
-                learned = champion.learn(decision_id, reward, **kwargs)  # raises: not pending
-            else:
-                learned = owner.policy.learn(decision_id, reward, **kwargs)
+        else:  # the champion's, or a former champion's (now a challenger) that holds it
+            owner = None if mine else self._former(decision_id)
+            decider = champion if owner is None else owner.policy
+            learned = decider.learn(decision_id, reward, **kwargs)  # raises when not pending
+            if owner is not None and round_ is not None:  # the champion saw it in shadow
                 with contextlib.suppress(DeepBanditsError):  # as a challenger's update would
                     champion.update(round_.contexts, round_.arm, reward, **kwargs)
         self.lift.add(group, float(reward))

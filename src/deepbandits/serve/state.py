@@ -249,30 +249,24 @@ class ServiceState:
         if self.log.failure is not None:
             raise EventLogError(f"the event log cannot be written: {self.log.failure}")
 
-    def _log_decisions(self, decisions: list[Decision], contexts: Any) -> Future[int]:
+    def _log_decisions(
+        self, decisions: list[Decision], contexts: Any, control: bool = False
+    ) -> Future[int]:
         """Append the events of ``decisions`` (made together from the requests ``contexts``):
-        one batch event when they fit its layout, else one decision event each. Returns the
-        commit of the last (the writer commits in order)."""
-        rng = rng_json(self.policy.random_state())
+        one batch event when they fit its layout, else one decision event each (always, for
+        the ``control`` group's, flagged and with the control's generator). Returns the commit
+        of the last (the writer commits in order)."""
+        decider = self.experiment.control if control else self.policy
+        assert decider is not None
+        rng = rng_json(decider.random_state())
         version, append = self.model_version, self.log.append
-        if isinstance(contexts, np.ndarray) and len(decisions) > 1:
+        if not control and isinstance(contexts, np.ndarray) and len(decisions) > 1:
             body = batches.batch_body(decisions, contexts, rng)
             if body is not None:
                 return append(batches.KIND, decisions[0].time, None, version, body)[1]
         futures = [
-            append("decision", d.time, d.id, version, decision_body(d, as_float_array(X), rng))[1]
-            for d, X in zip(decisions, contexts, strict=True)
-        ]
-        return futures[-1]
-
-    def _log_control(self, decisions: list[Decision], contexts: list[Any]) -> Future[int]:
-        """Append the decision events of the control group's ``decisions``; the last's commit."""
-        assert self.experiment.control is not None
-        rng = rng_json(self.experiment.control.random_state())
-        version, append = self.model_version, self.log.append
-        futures = [
             append(
-                "decision", d.time, d.id, version, decision_body(d, as_float_array(X), rng, True)
+                "decision", d.time, d.id, version, decision_body(d, as_float_array(X), rng, control)
             )[1]
             for d, X in zip(decisions, contexts, strict=True)
         ]
@@ -293,10 +287,7 @@ class ServiceState:
             else:
                 decision, control = experiment.decide(self.policy, contexts, mask)
             self.scale.seen(largest)
-            if control:
-                future = self._log_control([decision], [contexts])
-            else:
-                future = self._log_decisions([decision], [contexts])
+            future = self._log_decisions([decision], [contexts], control)
             if experiment.active:
                 experiment.keep([decision], [as_float_array(contexts)])
             self._count(1)
@@ -336,7 +327,7 @@ class ServiceState:
             future = self._log_decisions(ours, rows)
             self.experiment.keep(ours, [as_float_array(requests[i]) for i in mine])
         if controlled:
-            future = self._log_control(controlled, [requests[i] for i in theirs])
+            future = self._log_decisions(controlled, [requests[i] for i in theirs], True)
             self.experiment.keep(controlled, [as_float_array(requests[i]) for i in theirs])
         assert future is not None
         out: list[Decision] = [None] * len(requests)  # type: ignore[list-item]
